@@ -1,0 +1,5 @@
+"""Allow ``python -m wizard``."""
+
+from wizard.cli.main import main
+
+raise SystemExit(main())

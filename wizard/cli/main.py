@@ -1,0 +1,51 @@
+"""The ``latency-wizard`` command: builds the argument parser and dispatches to a subcommand.
+
+Subcommand modules only build their parsers at import time; the heavy imports (uvicorn, httpx,
+rich, ...) happen inside their ``run`` functions so that ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from wizard import __version__
+from wizard.cli import sim
+from wizard.errors import WizardError
+
+SUBCOMMANDS = (sim,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the top-level parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="latency-wizard",
+        description=(
+            "Guided troubleshooting for LLM inference latency on vLLM (optionally behind nginx). "
+            "Start with 'latency-wizard sim' to serve the built-in vLLM simulator."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"latency-wizard {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in SUBCOMMANDS:
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return its exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        code: int = args.handler(args)
+    except WizardError as exc:
+        print(f"latency-wizard {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"latency-wizard {args.command}: interrupted", file=sys.stderr)
+        return 130
+    return code

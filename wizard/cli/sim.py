@@ -1,0 +1,126 @@
+"""``latency-wizard sim``: serve the built-in vLLM behaviour simulator."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+HELP = "serve the vLLM behaviour simulator (OpenAI API, /metrics, vLLM logs)"
+DESCRIPTION = """\
+Serve a simulator that behaves like vLLM 0.34 wherever a latency diagnosis looks: the OpenAI-
+compatible API with vLLM's SSE framing, /metrics with vLLM's names, vLLM's log lines, and an
+engine-step scheduler (running requests first, chunked prefill, KV blocks, RECOMPUTE preemption)
+so that queueing, preemption and TTFT/ITL trade-offs emerge from the configuration.
+
+Engine flags are spelled as on 'vllm serve'. A scenario presets a fault; explicit flags override it.
+Ground truth (the emission time of every token) is served at GET /sim/trace."""
+EPILOG = """\
+examples:
+  latency-wizard sim                                  # healthy, on http://127.0.0.1:8000
+  latency-wizard sim --scenario kv-pressure --port 8001
+  latency-wizard sim --list-scenarios
+  VLLM_API_KEY=secret latency-wizard sim --scenario auth-required"""
+DEMO_API_KEY = "demo-key"
+
+# (flag, dest, type, help) for the engine knobs that take a value; None means "vLLM's default".
+VALUE_FLAGS: tuple[tuple[tuple[str, ...], str, type, str], ...] = (
+    (("--max-num-batched-tokens",), "max_num_batched_tokens", int, "token budget per engine step"),
+    (("--max-num-seqs",), "max_num_seqs", int, "most requests running at once"),
+    (("--max-model-len",), "max_model_len", int, "longest prompt + output (default 8192)"),
+    (("--num-gpu-blocks",), "num_gpu_blocks", int, "KV-cache blocks (overrides the memory model)"),
+    (("--kv-cache-tokens",), "kv_cache_tokens", int, "KV-cache size in tokens (alternative to blocks)"),
+    (("--block-size",), "block_size", int, "tokens per KV block (default 64, as vLLM 0.34)"),
+    (("--tensor-parallel-size", "-tp"), "tensor_parallel_size", int, "tensor-parallel degree"),
+    (("--pipeline-parallel-size", "-pp"), "pipeline_parallel_size", int, "pipeline-parallel degree"),
+    (("--gpu-memory-utilization",), "gpu_memory_utilization", float,
+     "fraction of GPU memory for the engine (unset: 0.92)"),
+    (("--sse-keep-alive-interval",), "sse_keep_alive_interval", float,
+     "seconds between ': keep-alive' comments while a stream is idle (0 = off)"),
+    (("--gpu-memory-gib",), "gpu_memory_gib", float, "simulated device memory (default 80)"),
+    (("--log-stats-interval",), "log_stats_interval_s", float,
+     "seconds between 'Engine 000:' stats lines (VLLM_LOG_STATS_INTERVAL, default 10)"),
+)  # fmt: skip
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``sim`` subcommand."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "sim", help=HELP, description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
+    parser.add_argument("--port", type=int, default=8000, help="port (0 picks a free one)")
+    parser.add_argument("--scenario", default="healthy", help="named fault preset (see --list-scenarios)")
+    parser.add_argument("--list-scenarios", action="store_true",
+                        help="print every scenario and what a correct diagnosis finds")  # fmt: skip
+    parser.add_argument("--model", help="served model name")
+    parser.add_argument("--api-key", help="require this key on /v1 paths (default: $VLLM_API_KEY)")
+    parser.add_argument("--log-file", help="also write vLLM-formatted log lines to this file")
+    parser.add_argument("--quiet", action="store_true", help="do not copy log lines to stderr")
+    engine = parser.add_argument_group("engine flags (as on 'vllm serve')")
+    for flags, dest, kind, text in VALUE_FLAGS:
+        engine.add_argument(*flags, dest=dest, type=kind, help=text)
+    engine.add_argument("--enable-chunked-prefill", dest="enable_chunked_prefill",
+                        action=argparse.BooleanOptionalAction, help="chunked prefill (default on)")
+    engine.add_argument("--enforce-eager", dest="enforce_eager", action="store_const", const=True,
+                        help="no CUDA graphs: faster start, slower steps, more KV memory")
+    engine.add_argument("--chat-template", dest="chat_template", action=argparse.BooleanOptionalAction,
+                        help="whether the tokenizer has a chat template (default yes)")
+    engine.add_argument("--interconnect", choices=["nvlink", "pcie"], help="GPU link for TP all-reduce")
+    engine.add_argument("--x-accel-buffering-no", dest="x_accel_buffering_no", action="store_const",
+                        const=True, help="send 'X-Accel-Buffering: no' on streams (tells nginx not to buffer)")
+    engine.add_argument("--metrics-generation", choices=["v1", "v0"],
+                        help="metric names: v1 (current) or v0 (gpu_cache_usage_perc, ...)")
+    engine.add_argument("--disable-log-stats", dest="disable_log_stats", action="store_const", const=True,
+                        help="no vllm:* metrics and no stats line (as vLLM 0.34)")  # fmt: skip
+    parser.set_defaults(handler=run)
+
+
+ENGINE_DESTS = (
+    *(dest for _, dest, _, _ in VALUE_FLAGS),
+    "enable_chunked_prefill", "enforce_eager", "chat_template", "interconnect",
+    "x_accel_buffering_no", "metrics_generation", "disable_log_stats", "model",
+)  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted, or list scenarios."""
+    from wizard.sim.config import SimConfig
+    from wizard.sim.run import print_ready, serve
+    from wizard.sim.scenarios import SCENARIOS, get_scenario
+
+    if args.list_scenarios:
+        for scenario in SCENARIOS.values():
+            print(f"{scenario.name}\n  {scenario.summary}\n  finds: {scenario.finds}\n")
+        return 0
+    scenario = get_scenario(args.scenario)
+    overrides = {dest: getattr(args, dest) for dest in ENGINE_DESTS if getattr(args, dest) is not None}
+    config = scenario.apply(SimConfig()).replace(**overrides)
+    api_key = args.api_key or os.environ.get("VLLM_API_KEY")
+    if scenario.name == "auth-required" and not api_key:
+        api_key = DEMO_API_KEY
+        print(f"latency-wizard sim: no key given; using the public demo key '{DEMO_API_KEY}' "
+              "(set VLLM_API_KEY to choose one)", file=sys.stderr)  # fmt: skip
+    non_default = {"model": config.model, **overrides}
+    if api_key:
+        non_default["api_key"] = api_key  # logged as [REDACTED]
+    streams: list[Any] = [] if args.quiet else [sys.stderr]
+    log_file = None
+    if args.log_file:
+        try:
+            log_file = open(args.log_file, "a", encoding="utf-8")  # noqa: SIM115 (lives as long as the server)
+        except OSError as exc:
+            from wizard.errors import UsageError
+
+            raise UsageError(f"cannot open log file {args.log_file}: {exc.strerror}") from None
+        streams.append(log_file)
+    try:
+        return serve(
+            config, host=args.host, port=args.port, api_key=api_key, non_default_args=non_default,
+            log_streams=streams, on_listening=print_ready(),
+        )  # fmt: skip
+    finally:
+        if log_file is not None:
+            log_file.close()

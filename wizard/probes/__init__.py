@@ -1,0 +1,1 @@
+"""Probes: each gathers evidence and returns data; none prints or exits."""

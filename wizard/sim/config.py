@@ -1,0 +1,226 @@
+"""The simulator's configuration: vLLM's engine knobs plus the simulated hardware and cost model.
+
+Field names follow vLLM's ``EngineArgs`` so that a flag means the same here as on ``vllm serve``.
+``resolve`` turns a config into the numbers the engine runs with (KV-cache size, budgets) and refuses
+a configuration the way vLLM 0.34 refuses it, with vLLM's own message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from wizard.errors import ConfigError
+
+GIB = 1024**3
+
+# vLLM 0.34 resolves an unset --gpu-memory-utilization to 0.92 without the extensible KV cache
+# (CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION). The simulator models the non-extensible sizing.
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
+
+Interconnect = Literal["nvlink", "pcie"]
+MetricsGeneration = Literal["v1", "v0"]
+
+
+@dataclass(frozen=True)
+class StepCosts:
+    """Step-time model constants, in milliseconds, for an 8B model on one data-centre GPU.
+
+    One engine step costs ``fixed_ms`` (kernel launches, sampling, scheduler) plus
+    ``per_prefill_token_ms`` for every prompt token computed in the step and ``per_decode_seq_ms``
+    for every sequence decoding one token. Compute is split across tensor-parallel ranks; each extra
+    TP rank adds an all-reduce cost that is an order of magnitude higher over PCIe than over NVLink.
+    Pipeline parallelism does not shorten one step for one request; each extra stage adds a hop.
+    The defaults give ~10 ms decode steps at small batch and 5,000 prefill tokens per 100 ms.
+    """
+
+    fixed_ms: float = 10.0
+    eager_extra_ms: float = 6.0
+    per_prefill_token_ms: float = 0.02
+    per_decode_seq_ms: float = 0.08
+    tp_allreduce_nvlink_ms: float = 0.4
+    tp_allreduce_pcie_ms: float = 5.0
+    pp_hop_ms: float = 0.5
+
+
+@dataclass(frozen=True)
+class ColdStart:
+    """Start-up model: checkpoint reading, CUDA-graph capture and slow first steps.
+
+    Every tensor-parallel rank reads the whole checkpoint from a shared disk, so the read time is
+    ``checkpoint_read_s`` multiplied by the TP degree. The first ``slow_first_steps`` engine steps
+    after start-up each cost ``slow_first_step_ms`` extra (lazy compilation of shapes nobody
+    warmed up), which makes the first requests slower than steady state.
+    """
+
+    checkpoint_read_s: float = 0.2
+    graph_capture_s: float = 0.2
+    slow_first_steps: int = 0
+    slow_first_step_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Everything the simulator needs to know; ``None`` means "let the simulator decide like vLLM"."""
+
+    model: str = "meta-llama/Llama-3.1-8B-Instruct"
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    max_model_len: int = 8192
+    num_gpu_blocks: int | None = None
+    kv_cache_tokens: int | None = None
+    block_size: int = 64
+    enable_chunked_prefill: bool = True
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    enforce_eager: bool = False
+    gpu_memory_utilization: float | None = None
+    sse_keep_alive_interval: float = 0.0
+    chat_template: bool = True
+    interconnect: Interconnect = "nvlink"
+    x_accel_buffering_no: bool = False
+    metrics_generation: MetricsGeneration = "v1"
+    disable_log_stats: bool = False
+    log_stats_interval_s: float = 10.0
+    gpu_memory_gib: float = 80.0
+    weights_gib: float = 15.0
+    activation_peak_gib: float = 1.5
+    cuda_graph_gib: float = 0.8
+    kv_bytes_per_token: int = 131072
+    costs: StepCosts = StepCosts()
+    cold_start: ColdStart = ColdStart()
+
+    def replace(self, **changes: object) -> SimConfig:
+        """Return a copy with some fields changed."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The numbers the engine runs with once defaults are applied and limits checked."""
+
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    num_gpu_blocks: int
+    block_size: int
+    kv_cache_tokens: int
+    kv_cache_gib: float
+    gpu_memory_utilization: float
+    max_concurrency: float
+    load_time_s: float
+
+
+def default_batch_limits(gpu_memory_gib: float) -> tuple[int, int]:
+    """vLLM 0.34's serve defaults for (max_num_batched_tokens, max_num_seqs) by device memory."""
+    if gpu_memory_gib >= 160:
+        return 16384, 1024
+    if gpu_memory_gib >= 70:
+        return 8192, 1024
+    return 2048, 256
+
+
+def resolve(config: SimConfig) -> Resolved:
+    """Apply vLLM's defaults and checks; raise ConfigError with vLLM's message when it would not start."""
+    _check_positive(config)
+    default_tokens, default_seqs = default_batch_limits(config.gpu_memory_gib)
+    max_num_seqs = config.max_num_seqs or default_seqs
+    if config.max_num_batched_tokens is not None:
+        budget = config.max_num_batched_tokens
+    elif config.enable_chunked_prefill:
+        budget = min(default_tokens, max_num_seqs * config.max_model_len)
+    else:
+        budget = max(config.max_model_len, default_tokens)
+    if not config.enable_chunked_prefill and budget < config.max_model_len:
+        raise ConfigError(
+            f"max_num_batched_tokens ({budget}) is smaller than max_model_len "
+            f"({config.max_model_len}). This effectively limits the maximum sequence length to "
+            "max_num_batched_tokens and makes vLLM reject longer sequences. Please increase "
+            "max_num_batched_tokens or decrease max_model_len."
+        )
+    if budget < max_num_seqs:
+        raise ConfigError(
+            f"max_num_batched_tokens ({budget}) must be greater than or equal to "
+            f"max_num_seqs ({max_num_seqs})."
+        )
+    utilization = config.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
+    num_blocks, kv_gib = _kv_cache_blocks(config, utilization)
+    kv_tokens = num_blocks * config.block_size
+    if kv_tokens < config.max_model_len:
+        needed_gib = config.max_model_len * _kv_bytes_per_token_per_rank(config) / GIB
+        estimated = kv_tokens // config.block_size * config.block_size
+        raise ConfigError(
+            "To serve at least one request with the model's max seq len "
+            f"({config.max_model_len}), ({needed_gib:.2f} GiB KV cache is needed, which is larger "
+            f"than the available KV cache memory ({kv_gib:.2f} GiB). Based on the available "
+            f"memory, the estimated maximum model length is {estimated}. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine. Decreasing `max_model_len` "
+            "also reduces what is needed. See "
+            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+        )
+    load_time = config.cold_start.checkpoint_read_s * config.tensor_parallel_size
+    return Resolved(
+        max_num_batched_tokens=budget,
+        max_num_seqs=max_num_seqs,
+        num_gpu_blocks=num_blocks,
+        block_size=config.block_size,
+        kv_cache_tokens=kv_tokens,
+        kv_cache_gib=kv_gib,
+        gpu_memory_utilization=utilization,
+        max_concurrency=kv_tokens / config.max_model_len,
+        load_time_s=load_time,
+    )
+
+
+def _kv_bytes_per_token_per_rank(config: SimConfig) -> float:
+    # Tensor parallelism splits the KV heads, pipeline parallelism splits the layers.
+    return config.kv_bytes_per_token / (config.tensor_parallel_size * config.pipeline_parallel_size)
+
+
+def _kv_cache_blocks(config: SimConfig, utilization: float) -> tuple[int, float]:
+    """Return (num_gpu_blocks, KV-cache GiB per rank) from explicit sizes or the memory model."""
+    per_token = _kv_bytes_per_token_per_rank(config)
+    if config.num_gpu_blocks is not None:
+        blocks = config.num_gpu_blocks
+        return blocks, blocks * config.block_size * per_token / GIB
+    if config.kv_cache_tokens is not None:
+        blocks = config.kv_cache_tokens // config.block_size
+        return blocks, blocks * config.block_size * per_token / GIB
+    ranks = config.tensor_parallel_size * config.pipeline_parallel_size
+    graphs = 0.0 if config.enforce_eager else config.cuda_graph_gib
+    free = (
+        config.gpu_memory_gib * utilization
+        - config.weights_gib / ranks
+        - config.activation_peak_gib
+        - graphs
+    )
+    if free <= 0:
+        raise ConfigError(
+            "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+            "when initializing the engine. See "
+            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+        )
+    blocks = math.floor(free * GIB / per_token / config.block_size)
+    return blocks, free
+
+
+def _check_positive(config: SimConfig) -> None:
+    checks: dict[str, float | None] = {
+        "max_num_batched_tokens": config.max_num_batched_tokens,
+        "max_num_seqs": config.max_num_seqs,
+        "max_model_len": config.max_model_len,
+        "num_gpu_blocks": config.num_gpu_blocks,
+        "kv_cache_tokens": config.kv_cache_tokens,
+        "block_size": config.block_size,
+        "tensor_parallel_size": config.tensor_parallel_size,
+        "pipeline_parallel_size": config.pipeline_parallel_size,
+    }
+    for name, value in checks.items():
+        if value is not None and value < 1:
+            raise ConfigError(f"{name} must be at least 1, got {value}.")
+    util = config.gpu_memory_utilization
+    if util is not None and not 0 < util <= 1:
+        raise ConfigError(f"gpu_memory_utilization must be in (0, 1], got {util}.")
+    if config.sse_keep_alive_interval < 0:
+        raise ConfigError("sse_keep_alive_interval must be >= 0.")

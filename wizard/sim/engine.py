@@ -1,0 +1,257 @@
+"""The simulated engine core: cold start, the engine-step loop, token delivery and ground truth.
+
+The loop asks the scheduler for a step, sleeps for the step time the cost model gives, applies the
+step and hands each produced token to its request's stream. Every token's scheduled time (the step
+deadline) and delivery time are recorded in monotonic nanoseconds, which is the same clock a client
+on this machine reads, so a benchmark can measure a client's timing error (``/sim/trace``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from wizard.sim.config import Resolved, SimConfig
+from wizard.sim.metrics import RequestTimes, SimMetrics
+from wizard.sim.scheduler import Scheduler, SimRequest, StepPlan, TokenOutput
+from wizard.sim.steptime import step_time_ms
+from wizard.sim.vllm_log import VllmLog
+
+TRACE_CAPACITY = 20_000
+NS = 1_000_000_000
+
+
+@dataclass(eq=False)
+class Stream:
+    """A request's handle for the HTTP layer: tokens arrive here as the engine produces them."""
+
+    request: SimRequest
+    arrival_ns: int
+    finish_reason: str
+    requested_max_tokens: int
+    scheduled_ns: list[int] = field(default_factory=list)
+    emitted_ns: list[int] = field(default_factory=list)
+    sent_ns: list[int] = field(default_factory=list)
+    first_scheduled_ns: int | None = None
+    done: bool = False
+    aborted: bool = False
+    _read: int = 0
+    _ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def next_tokens(self, timeout: float | None = None) -> int:
+        """Wait for new tokens and return how many arrived since the last call (0 on timeout)."""
+        if self._read == len(self.emitted_ns) and not self.done:
+            try:
+                await asyncio.wait_for(self._ready.wait(), timeout)
+            except TimeoutError:
+                return 0
+        self._ready.clear()
+        new = len(self.emitted_ns) - self._read
+        self._read = len(self.emitted_ns)
+        return new
+
+    def mark_sent(self, count: int) -> None:
+        """Record that the last ``count`` tokens were just handed to the socket."""
+        now = time.monotonic_ns()
+        self.sent_ns.extend([now] * count)
+
+    def trace(self) -> dict[str, object]:
+        """Ground truth for this request, in monotonic ns."""
+        return {
+            "request_id": self.request.request_id,
+            "arrival_ns": self.arrival_ns,
+            "first_scheduled_ns": self.first_scheduled_ns,
+            "prompt_tokens": self.request.prompt_tokens,
+            "output_tokens": len(self.emitted_ns),
+            "preemptions": self.request.num_preemptions,
+            "finish_reason": "abort" if self.aborted else self.finish_reason,
+            "scheduled_ns": list(self.scheduled_ns),
+            "emitted_ns": list(self.emitted_ns),
+            "sent_ns": list(self.sent_ns),
+        }
+
+
+class Engine:
+    """Owns the scheduler and runs the step loop inside the server's event loop."""
+
+    def __init__(self, config: SimConfig, resolved: Resolved, metrics: SimMetrics, log: VllmLog) -> None:
+        self.config = config
+        self.resolved = resolved
+        self.metrics = metrics
+        self.log = log
+        self.scheduler = Scheduler(
+            max_num_batched_tokens=resolved.max_num_batched_tokens,
+            max_num_seqs=resolved.max_num_seqs,
+            num_gpu_blocks=resolved.num_gpu_blocks,
+            block_size=resolved.block_size,
+            enable_chunked_prefill=config.enable_chunked_prefill,
+        )
+        self.ready = False
+        self.steps_done = 0
+        self._streams: dict[str, Stream] = {}
+        self._trace: OrderedDict[str, Stream] = OrderedDict()
+        self._work = asyncio.Event()
+        self._interval_prompt = 0
+        self._interval_generated = 0
+        self._interval_preemptions = 0
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- life cycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start cold start, the step loop and the stats logger as background tasks."""
+        self._tasks = [asyncio.create_task(self._cold_start()), asyncio.create_task(self._run())]
+        if not self.config.disable_log_stats:
+            self._tasks.append(asyncio.create_task(self._log_stats()))
+
+    async def stop(self) -> None:
+        """Cancel the background tasks."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _cold_start(self) -> None:
+        began = time.monotonic()
+        config, resolved = self.config, self.resolved
+        await asyncio.sleep(resolved.load_time_s)
+        self.log.weights_loaded(config, resolved.load_time_s)
+        self.log.kv_cache(config, resolved)
+        if not config.enforce_eager:
+            await asyncio.sleep(config.cold_start.graph_capture_s)
+            self.log.graphs_captured(config.cold_start.graph_capture_s, config.cuda_graph_gib)
+        self.log.init_engine_took(time.monotonic() - began)
+        self.ready = True
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def submit(self, request: SimRequest, finish_reason: str, requested_max_tokens: int) -> Stream:
+        """Queue a request and return its stream."""
+        stream = Stream(request, time.monotonic_ns(), finish_reason, requested_max_tokens)
+        self._streams[request.request_id] = stream
+        self._trace[request.request_id] = stream
+        if len(self._trace) > TRACE_CAPACITY:
+            self._trace.popitem(last=False)
+        self.scheduler.add(request)
+        self._update_gauges()
+        self._work.set()
+        return stream
+
+    def abort(self, stream: Stream) -> None:
+        """The client went away: free the request (the running count drops at once)."""
+        if stream.done:
+            return
+        self.scheduler.abort(stream.request)
+        stream.done = True
+        stream.aborted = True
+        self._streams.pop(stream.request.request_id, None)
+        self.metrics.observe_finished(self._times(stream, time.monotonic_ns(), "abort"))
+        self._update_gauges()
+
+    def trace(self) -> list[dict[str, object]]:
+        """Ground truth for the most recent requests."""
+        return [stream.trace() for stream in self._trace.values()]
+
+    def clear_trace(self) -> None:
+        """Forget recorded ground truth (finished requests only)."""
+        for request_id in [rid for rid, stream in self._trace.items() if stream.done]:
+            del self._trace[request_id]
+
+    # -- the step loop -------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        next_start: int | None = None
+        while True:
+            if not self.scheduler.has_work:
+                self._work.clear()
+                await self._work.wait()
+                next_start = None
+            plan = self.scheduler.schedule()
+            if plan.empty:
+                self._work.clear()
+                await self._work.wait()
+                continue
+            now = time.monotonic_ns()
+            start = now if next_start is None or next_start < now else next_start
+            for request, _ in plan.scheduled:
+                stream = self._streams.get(request.request_id)
+                if stream is not None and stream.first_scheduled_ns is None:
+                    stream.first_scheduled_ns = start
+            deadline = start + int(self._step_ms(plan) * 1_000_000)
+            delay = deadline - time.monotonic_ns()
+            if delay > 0:
+                await asyncio.sleep(delay / NS)
+            outputs = self.scheduler.complete(plan)
+            self.steps_done += 1
+            self._deliver(plan, outputs, deadline)
+            next_start = deadline
+
+    def _step_ms(self, plan: StepPlan) -> float:
+        ms = step_time_ms(self.config, plan.prefill_tokens, plan.decode_seqs)
+        if self.steps_done < self.config.cold_start.slow_first_steps:
+            ms += self.config.cold_start.slow_first_step_ms
+        return ms
+
+    def _deliver(self, plan: StepPlan, outputs: list[TokenOutput], deadline: int) -> None:
+        now = time.monotonic_ns()
+        self.metrics.observe_step(
+            plan.total_tokens, len(plan.preempted), plan.prefill_tokens, len(outputs)
+        )
+        self._interval_prompt += plan.prefill_tokens
+        self._interval_generated += len(outputs)
+        self._interval_preemptions += len(plan.preempted)
+        for output in outputs:
+            stream = self._streams.get(output.request.request_id)
+            if stream is None:
+                continue
+            if stream.emitted_ns:
+                self.metrics.observe_gap((now - stream.emitted_ns[-1]) / NS)
+            else:
+                self.metrics.observe_first_token((now - stream.arrival_ns) / NS)
+            stream.scheduled_ns.append(deadline)
+            stream.emitted_ns.append(now)
+            if output.finished:
+                stream.done = True
+                del self._streams[output.request.request_id]
+                self.metrics.observe_finished(self._times(stream, now, stream.finish_reason))
+            stream._ready.set()
+        self._update_gauges()
+
+    def _times(self, stream: Stream, now: int, reason: str) -> RequestTimes:
+        first_scheduled = stream.first_scheduled_ns or now
+        first_token = stream.emitted_ns[0] if stream.emitted_ns else now
+        last_token = stream.emitted_ns[-1] if stream.emitted_ns else now
+        return RequestTimes(
+            e2e=(now - stream.arrival_ns) / NS,
+            queue=(first_scheduled - stream.arrival_ns) / NS,
+            prefill=(first_token - first_scheduled) / NS,
+            decode=(last_token - first_token) / NS,
+            inference=(last_token - first_scheduled) / NS,
+            prompt_tokens=stream.request.prompt_tokens,
+            generation_tokens=len(stream.emitted_ns),
+            max_tokens=stream.requested_max_tokens,
+            preemptions=stream.request.num_preemptions,
+            finished_reason=reason,
+        )
+
+    def _update_gauges(self) -> None:
+        scheduler = self.scheduler
+        self.metrics.set_state(len(scheduler.running), len(scheduler.waiting), scheduler.kv_usage)
+
+    async def _log_stats(self) -> None:
+        interval = self.config.log_stats_interval_s
+        was_idle = True
+        while True:
+            await asyncio.sleep(interval)
+            prompt_tps = self._interval_prompt / interval
+            generation_tps = self._interval_generated / interval
+            idle = prompt_tps == 0 and generation_tps == 0
+            if not (idle and was_idle):
+                scheduler = self.scheduler
+                self.log.stats(
+                    prompt_tps, generation_tps, len(scheduler.running), len(scheduler.waiting),
+                    self._interval_preemptions, scheduler.kv_usage,
+                )  # fmt: skip
+            was_idle = idle
+            self._interval_prompt = self._interval_generated = self._interval_preemptions = 0

@@ -1,0 +1,127 @@
+"""Named simulator presets: each one sets up a fault the way a real deployment gets it.
+
+Nothing here scripts a symptom: a scenario only changes engine knobs or simulated hardware, and the
+symptom emerges from the scheduler and the step-time model. ``finds`` says what a correct diagnosis
+concludes (the ``cause`` vocabulary of design §5) and how to see it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from wizard.errors import UsageError
+from wizard.sim.config import ColdStart, SimConfig
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A preset: what it models, what a diagnosis should find, and the config changes."""
+
+    name: str
+    summary: str
+    finds: str
+    causes: tuple[str, ...]
+    changes: dict[str, object] = field(default_factory=dict)
+
+    def apply(self, config: SimConfig) -> SimConfig:
+        """Return ``config`` with this scenario's changes."""
+        return config.replace(**self.changes)
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario(
+            "healthy",
+            "An 8B model on one 80 GiB GPU with vLLM 0.34's defaults for that class of GPU.",
+            "Nothing wrong: TTFT and TPOT are steady, no preemptions, nothing waits.",
+            (),
+        ),
+        Scenario(
+            "kv-pressure",
+            "A 24 GiB GPU at --gpu-memory-utilization 0.77: the KV cache holds ~1,400 tokens.",
+            "Preemptions under modest concurrency (8 streams of 100+150 tokens): "
+            "vllm:num_preemptions_total grows and 'Preemptions: N' appears in the stats line. "
+            "Fix: raise --gpu-memory-utilization (or lower --max-num-seqs).",
+            ("kv_cache_preemption",),
+            {"gpu_memory_gib": 24.0, "gpu_memory_utilization": 0.77, "max_model_len": 1024,
+             "block_size": 16},  # fmt: skip
+        ),
+        Scenario(
+            "batch-budget-large",
+            "--max-num-batched-tokens 16384: a long prompt is prefilled in one big step.",
+            "Long prompts arriving during decodes stretch the running streams' inter-token gaps "
+            "(ITL p99 far above p50). Fix: lower --max-num-batched-tokens (e.g. 2048).",
+            ("batched_tokens_hurts_itl",),
+            {"max_num_batched_tokens": 16384, "max_model_len": 16384},
+        ),
+        Scenario(
+            "batch-budget-small",
+            "--max-num-batched-tokens 256: a long prompt needs many steps to prefill.",
+            "High TTFT for long prompts while ITL stays low. Fix: raise --max-num-batched-tokens.",
+            ("batched_tokens_hurts_ttft",),
+            {"max_num_batched_tokens": 256, "max_num_seqs": 128},
+        ),
+        Scenario(
+            "queue-saturation",
+            "--max-num-seqs 4: more concurrent requests than the engine runs at once.",
+            "vllm:num_requests_waiting grows, TTFT grows with the queue, ITL does not. "
+            "Fix: add capacity (replicas) or raise --max-num-seqs if the KV cache allows.",
+            ("queue_saturation",),
+            {"max_num_seqs": 4},
+        ),
+        Scenario(
+            "no-chat-template",
+            "A base model whose tokenizer has no chat template.",
+            "/v1/chat/completions answers 400 with transformers' chat-template message; "
+            "/v1/completions works. Fix: use /v1/completions or pass --chat-template.",
+            ("chat_template_missing",),
+            {"chat_template": False, "model": "meta-llama/Llama-3.1-8B"},
+        ),
+        Scenario(
+            "tp-over-pcie",
+            "--tensor-parallel-size 4 on GPUs linked by PCIe only (no NVLink).",
+            "Every decode step pays a slow all-reduce: ITL several times the healthy value. "
+            "Fix: prefer --pipeline-parallel-size over tensor parallelism without NVLink.",
+            ("tp_without_nvlink",),
+            {"tensor_parallel_size": 4, "interconnect": "pcie"},
+        ),
+        Scenario(
+            "cold-start-heavy",
+            "--tensor-parallel-size 4 reading a checkpoint from slow shared storage.",
+            "Start-up takes seconds (weights read 4x, CUDA-graph capture), /health answers 503 "
+            "meanwhile, and the first requests are slower than steady state. Keep cold and "
+            "steady measurements apart.",
+            ("cold_start_slow",),
+            {"tensor_parallel_size": 4,
+             "cold_start": ColdStart(checkpoint_read_s=1.0, graph_capture_s=1.5,
+                                     slow_first_steps=40, slow_first_step_ms=40.0)},  # fmt: skip
+        ),
+        Scenario(
+            "auth-required",
+            "Started with an API key: /v1 paths need 'Authorization: Bearer <key>'.",
+            "Requests without the key get 401 {\"error\": \"Unauthorized\"}; /health and "
+            "/metrics stay open. Fix: send the key (the wizard reads it from $VLLM_API_KEY).",
+            ("auth_failure",),
+        ),
+        Scenario(
+            "chunked-prefill-off-bad-budget",
+            "--no-enable-chunked-prefill with --max-num-batched-tokens 2048 < --max-model-len 8192.",
+            "The server refuses to start with vLLM's message 'max_num_batched_tokens (2048) is "
+            "smaller than max_model_len (8192)...'. Fix: raise the budget or lower max_model_len.",
+            ("chunked_prefill_budget",),
+            {"enable_chunked_prefill": False, "max_num_batched_tokens": 2048},
+        ),
+    )
+}
+
+DEMO_API_KEY_ENV = "VLLM_API_KEY"
+
+
+def get_scenario(name: str) -> Scenario:
+    """Look a scenario up by name, with the list of names in the error."""
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        names = ", ".join(SCENARIOS)
+        raise UsageError(f"unknown scenario {name!r}; choose one of: {names}") from None

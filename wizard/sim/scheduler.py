@@ -1,0 +1,208 @@
+"""A pure model of vLLM V1's scheduler: one call plans one engine step, another applies it.
+
+It follows vLLM 0.34 (``vllm/v1/core/sched/scheduler.py``) where latency is concerned:
+running requests first (decodes and unfinished prefill chunks), then waiting requests with the
+token budget left over, at most ``max_num_seqs`` running; prompts are chunked to the remaining
+budget when chunked prefill is on; the KV cache is ``num_gpu_blocks`` blocks of ``block_size``
+tokens; a new request is admitted only when its whole prompt fits (``scheduler_reserve_full_isl``);
+when a running request needs a block and none is free, the newest running request is preempted in
+RECOMPUTE mode (its blocks freed, its progress reset, back to the front of the queue).
+
+No clocks and no I/O here: the engine loop supplies time and delivers tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+
+@dataclass(eq=False)
+class SimRequest:
+    """One request as the scheduler sees it."""
+
+    request_id: str
+    prompt_tokens: int
+    max_tokens: int
+    num_output: int = 0
+    num_computed: int = 0
+    num_blocks: int = 0
+    num_preemptions: int = 0
+    finished: bool = False
+
+    @property
+    def num_tokens(self) -> int:
+        """Prompt plus every token generated so far (what a recompute must prefill again)."""
+        return self.prompt_tokens + self.num_output
+
+
+@dataclass
+class StepPlan:
+    """What one engine step computes: tokens per request, and which of them are plain decodes."""
+
+    scheduled: list[tuple[SimRequest, int]] = field(default_factory=list)
+    prefill_tokens: int = 0
+    decode_seqs: int = 0
+    preempted: list[SimRequest] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        """True when the step would compute nothing."""
+        return not self.scheduled
+
+    @property
+    def total_tokens(self) -> int:
+        """Tokens computed in the step (the ``vllm:iteration_tokens_total`` observation)."""
+        return self.prefill_tokens + self.decode_seqs
+
+
+@dataclass(frozen=True)
+class TokenOutput:
+    """A token produced by a step for one request."""
+
+    request: SimRequest
+    index: int
+    finished: bool
+
+
+class Scheduler:
+    """The waiting queue, the running list and the KV-block pool."""
+
+    def __init__(
+        self,
+        *,
+        max_num_batched_tokens: int,
+        max_num_seqs: int,
+        num_gpu_blocks: int,
+        block_size: int,
+        enable_chunked_prefill: bool,
+    ) -> None:
+        self.max_num_batched_tokens = max_num_batched_tokens
+        self.max_num_seqs = max_num_seqs
+        self.num_gpu_blocks = num_gpu_blocks
+        self.block_size = block_size
+        self.enable_chunked_prefill = enable_chunked_prefill
+        self.free_blocks = num_gpu_blocks
+        self.waiting: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+        self.preemptions_total = 0
+
+    # -- queue management -------------------------------------------------------------------
+
+    def add(self, request: SimRequest) -> None:
+        """Queue a new request behind the others (FCFS)."""
+        self.waiting.append(request)
+
+    def abort(self, request: SimRequest) -> None:
+        """Drop a request wherever it is (client went away) and free its blocks."""
+        if request in self.running:
+            self.running.remove(request)
+        elif request in self.waiting:
+            self.waiting.remove(request)
+        self._free(request)
+        request.finished = True
+
+    @property
+    def has_work(self) -> bool:
+        """True while any request is waiting or running."""
+        return bool(self.waiting or self.running)
+
+    @property
+    def kv_usage(self) -> float:
+        """Fraction of KV blocks in use, 0..1 (``vllm:kv_cache_usage_perc``)."""
+        return 1.0 - self.free_blocks / self.num_gpu_blocks
+
+    # -- one step ---------------------------------------------------------------------------
+
+    def schedule(self) -> StepPlan:
+        """Plan the next step: running requests first, then admissions from the waiting queue."""
+        plan = StepPlan()
+        budget = self.max_num_batched_tokens
+        index = 0
+        while index < len(self.running) and budget > 0:
+            request = self.running[index]
+            new_tokens = min(request.num_tokens - request.num_computed, budget)
+            if not self._allocate_or_preempt(request, new_tokens, plan):
+                break  # the request preempted itself; nothing after it is scheduled
+            self._add_to_plan(plan, request, new_tokens)
+            budget -= new_tokens
+            index += 1
+        if plan.preempted:
+            # vLLM schedules no new request in a step that had to preempt.
+            return plan
+        while self.waiting and len(self.running) < self.max_num_seqs and budget > 0:
+            request = self.waiting[0]
+            remaining = request.num_tokens - request.num_computed
+            if not self.enable_chunked_prefill and remaining > budget:
+                break
+            new_tokens = min(remaining, budget)
+            if self._blocks_needed(request, remaining) > self.free_blocks:
+                break  # the whole prompt must fit before the request is admitted
+            self._take_blocks(request, new_tokens)
+            self.waiting.popleft()
+            self.running.append(request)
+            self._add_to_plan(plan, request, new_tokens)
+            budget -= new_tokens
+        return plan
+
+    def complete(self, plan: StepPlan) -> list[TokenOutput]:
+        """Apply a planned step: advance progress and emit a token for every finished forward pass."""
+        outputs: list[TokenOutput] = []
+        for request, new_tokens in plan.scheduled:
+            if request.finished:
+                continue  # aborted while the step ran
+            request.num_computed += new_tokens
+            if request.num_computed < request.num_tokens:
+                continue  # a prefill chunk; the prompt is not complete yet
+            request.num_output += 1
+            done = request.num_output >= request.max_tokens
+            outputs.append(TokenOutput(request, request.num_output, done))
+            if done:
+                self.running.remove(request)
+                self._free(request)
+                request.finished = True
+        return outputs
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _add_to_plan(self, plan: StepPlan, request: SimRequest, new_tokens: int) -> None:
+        plan.scheduled.append((request, new_tokens))
+        is_decode = request.num_output > 0 and request.num_tokens - request.num_computed == 1
+        if is_decode:
+            plan.decode_seqs += 1
+        else:
+            plan.prefill_tokens += new_tokens
+
+    def _blocks_needed(self, request: SimRequest, new_tokens: int) -> int:
+        total = math.ceil((request.num_computed + new_tokens) / self.block_size)
+        return max(0, total - request.num_blocks)
+
+    def _take_blocks(self, request: SimRequest, new_tokens: int) -> None:
+        needed = self._blocks_needed(request, new_tokens)
+        self.free_blocks -= needed
+        request.num_blocks += needed
+
+    def _allocate_or_preempt(self, request: SimRequest, new_tokens: int, plan: StepPlan) -> bool:
+        """Find blocks for a running request, preempting the newest running ones if needed."""
+        while self._blocks_needed(request, new_tokens) > self.free_blocks:
+            victim = self.running[-1]
+            self._preempt(victim, plan)
+            if victim is request:
+                return False
+        self._take_blocks(request, new_tokens)
+        return True
+
+    def _preempt(self, victim: SimRequest, plan: StepPlan) -> None:
+        # The victim is the newest running request, so it was not scheduled earlier in this step.
+        self.running.remove(victim)
+        self._free(victim)
+        victim.num_computed = 0
+        victim.num_preemptions += 1
+        self.preemptions_total += 1
+        self.waiting.appendleft(victim)
+        plan.preempted.append(victim)
+
+    def _free(self, request: SimRequest) -> None:
+        self.free_blocks += request.num_blocks
+        request.num_blocks = 0

@@ -1,0 +1,19 @@
+"""How long one engine step takes, from what it computes and how the model is laid out."""
+
+from __future__ import annotations
+
+from wizard.sim.config import SimConfig
+
+
+def step_time_ms(config: SimConfig, prefill_tokens: int, decode_seqs: int) -> float:
+    """Return the wall time of one step (see ``StepCosts`` for the model and its constants)."""
+    costs = config.costs
+    tp = config.tensor_parallel_size
+    fixed = costs.fixed_ms + (costs.eager_extra_ms if config.enforce_eager else 0.0)
+    compute = (prefill_tokens * costs.per_prefill_token_ms + decode_seqs * costs.per_decode_seq_ms) / tp
+    per_rank_allreduce = (
+        costs.tp_allreduce_nvlink_ms if config.interconnect == "nvlink" else costs.tp_allreduce_pcie_ms
+    )
+    communication = (tp - 1) * per_rank_allreduce
+    hops = (config.pipeline_parallel_size - 1) * costs.pp_hop_ms
+    return fixed + compute + communication + hops
