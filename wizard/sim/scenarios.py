@@ -39,12 +39,12 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "kv-pressure",
-            "A 24 GiB GPU at --gpu-memory-utilization 0.77: the KV cache holds ~1,400 tokens.",
-            "Preemptions under modest concurrency (8 streams of 100+150 tokens): "
+            "A 24 GiB GPU at --gpu-memory-utilization 0.73: the KV cache holds ~1,800 tokens.",
+            "Preemptions under modest concurrency (8 streams of 100+200 tokens): "
             "vllm:num_preemptions_total grows and 'Preemptions: N' appears in the stats line. "
             "Fix: raise --gpu-memory-utilization (or lower --max-num-seqs).",
             ("kv_cache_preemption",),
-            {"gpu_memory_gib": 24.0, "gpu_memory_utilization": 0.77, "max_model_len": 1024,
+            {"gpu_memory_gib": 24.0, "gpu_memory_utilization": 0.73, "max_model_len": 1024,
              "block_size": 16},  # fmt: skip
         ),
         Scenario(

@@ -1,0 +1,176 @@
+"""The pure scheduler and the step-time model (no server involved)."""
+
+from __future__ import annotations
+
+import pytest
+
+from wizard.errors import ConfigError
+from wizard.sim.config import SimConfig, resolve
+from wizard.sim.scheduler import Scheduler, SimRequest
+from wizard.sim.steptime import step_time_ms
+
+
+def make(blocks: int = 1000, budget: int = 512, seqs: int = 8, block_size: int = 16,
+         chunked: bool = True) -> Scheduler:  # fmt: skip
+    return Scheduler(max_num_batched_tokens=budget, max_num_seqs=seqs, num_gpu_blocks=blocks,
+                     block_size=block_size, enable_chunked_prefill=chunked)  # fmt: skip
+
+
+def run_to_end(scheduler: Scheduler, limit: int = 10_000) -> int:
+    steps = 0
+    while scheduler.has_work and steps < limit:
+        scheduler.complete(scheduler.schedule())
+        steps += 1
+    return steps
+
+
+def test_prefill_then_one_token_per_decode_step() -> None:
+    scheduler = make()
+    request = SimRequest("a", prompt_tokens=100, max_tokens=3)
+    scheduler.add(request)
+    plan = scheduler.schedule()
+    assert plan.prefill_tokens == 100 and plan.decode_seqs == 0
+    outputs = scheduler.complete(plan)
+    assert [o.index for o in outputs] == [1]  # the prefill step samples the first token
+    plan = scheduler.schedule()
+    assert plan.prefill_tokens == 0 and plan.decode_seqs == 1
+    scheduler.complete(plan)
+    outputs = scheduler.complete(scheduler.schedule())
+    assert outputs[0].finished and outputs[0].index == 3
+    assert not scheduler.has_work
+    assert scheduler.free_blocks == 1000  # everything returned
+
+
+def test_long_prompt_is_chunked_to_the_budget() -> None:
+    scheduler = make(budget=256)
+    scheduler.add(SimRequest("a", prompt_tokens=1000, max_tokens=1))
+    chunks = []
+    while scheduler.has_work:
+        plan = scheduler.schedule()
+        chunks.append(plan.prefill_tokens)
+        scheduler.complete(plan)
+    assert chunks == [256, 256, 256, 232]
+
+
+def test_running_requests_are_scheduled_before_waiting_prefills() -> None:
+    scheduler = make(budget=300)
+    decoding = SimRequest("old", prompt_tokens=10, max_tokens=50)
+    scheduler.add(decoding)
+    scheduler.complete(scheduler.schedule())
+    scheduler.add(SimRequest("new", prompt_tokens=1000, max_tokens=5))
+    plan = scheduler.schedule()
+    assert plan.scheduled[0][0] is decoding
+    assert plan.decode_seqs == 1
+    assert plan.prefill_tokens == 299  # the new prompt gets what is left of the budget
+
+
+def test_chunked_prefill_off_waits_for_a_budget_that_fits() -> None:
+    scheduler = make(budget=300, chunked=False)
+    scheduler.add(SimRequest("a", prompt_tokens=200, max_tokens=20))
+    scheduler.complete(scheduler.schedule())
+    scheduler.add(SimRequest("b", prompt_tokens=299, max_tokens=5))
+    plan = scheduler.schedule()  # 1 decode + 299 would be 300: fits exactly
+    assert plan.prefill_tokens == 299
+    scheduler.add(SimRequest("c", prompt_tokens=299, max_tokens=5))
+    plan = scheduler.schedule()  # 2 decodes leave 298: c must wait, not be chunked
+    assert all(r.request_id != "c" for r, _ in plan.scheduled)
+
+
+def test_max_num_seqs_caps_running() -> None:
+    scheduler = make(seqs=2)
+    for name in "abcd":
+        scheduler.add(SimRequest(name, prompt_tokens=5, max_tokens=10))
+    scheduler.schedule()
+    assert len(scheduler.running) == 2 and len(scheduler.waiting) == 2
+
+
+def test_preemption_evicts_the_newest_running_request_and_recomputes_it() -> None:
+    # 6 blocks of 16 tokens = 96 tokens; two requests of 40 prompt tokens grow until one must go.
+    scheduler = make(blocks=6, block_size=16)
+    first = SimRequest("first", prompt_tokens=40, max_tokens=40)
+    second = SimRequest("second", prompt_tokens=40, max_tokens=40)
+    scheduler.add(first)
+    scheduler.add(second)
+    preempted = []
+    outputs_of_second = 0
+    for _ in range(200):
+        if not scheduler.has_work:
+            break
+        plan = scheduler.schedule()
+        preempted.extend(r.request_id for r in plan.preempted)
+        outputs_of_second += sum(1 for o in scheduler.complete(plan) if o.request is second)
+    assert preempted and set(preempted) == {"second"}
+    assert second.num_preemptions >= 1 and first.num_preemptions == 0
+    assert scheduler.preemptions_total == len(preempted)
+    assert outputs_of_second == 40  # recompute does not repeat or lose tokens
+    assert first.finished and second.finished
+    assert scheduler.free_blocks == 6
+
+
+def test_admission_requires_the_whole_prompt_to_fit() -> None:
+    scheduler = make(blocks=4, block_size=16, budget=16)
+    scheduler.add(SimRequest("big", prompt_tokens=80, max_tokens=1))  # needs 5 blocks > 4
+    assert scheduler.schedule().empty
+
+
+def test_abort_frees_blocks_and_slots() -> None:
+    scheduler = make()
+    request = SimRequest("a", prompt_tokens=100, max_tokens=100)
+    scheduler.add(request)
+    plan = scheduler.schedule()
+    scheduler.abort(request)
+    assert scheduler.complete(plan) == []
+    assert not scheduler.has_work and scheduler.free_blocks == 1000
+
+
+def test_step_time_model() -> None:
+    base = SimConfig()
+    decode = step_time_ms(base, 0, 1)
+    assert 10 <= decode <= 20  # tens of ms per decode step (8B on one data-centre GPU)
+    assert 4000 <= 100 / base.costs.per_prefill_token_ms <= 10000  # thousands of tokens / 100 ms
+    pcie = base.replace(tensor_parallel_size=4, interconnect="pcie")
+    nvlink = base.replace(tensor_parallel_size=4, interconnect="nvlink")
+    assert step_time_ms(pcie, 0, 8) > step_time_ms(nvlink, 0, 8) + 10
+    pipeline = base.replace(pipeline_parallel_size=4, interconnect="pcie")
+    assert step_time_ms(pipeline, 0, 8) < step_time_ms(pcie, 0, 8)
+    eager = base.replace(enforce_eager=True)
+    assert step_time_ms(eager, 0, 8) > step_time_ms(base, 0, 8)
+
+
+def test_resolve_applies_vllm_defaults() -> None:
+    resolved = resolve(SimConfig())
+    assert (resolved.max_num_batched_tokens, resolved.max_num_seqs) == (8192, 1024)
+    small_gpu = resolve(SimConfig(gpu_memory_gib=48, gpu_memory_utilization=0.9))
+    assert (small_gpu.max_num_batched_tokens, small_gpu.max_num_seqs) == (2048, 256)
+    assert resolve(SimConfig(num_gpu_blocks=600, block_size=16)).kv_cache_tokens == 9600
+    # CUDA graphs cost KV memory; --enforce-eager gives it back.
+    assert resolve(SimConfig(enforce_eager=True)).kv_cache_tokens > resolved.kv_cache_tokens
+    # More memory for the engine means more KV cache.
+    assert resolve(SimConfig(gpu_memory_utilization=0.95)).kv_cache_tokens > resolved.kv_cache_tokens
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (SimConfig(enable_chunked_prefill=False, max_num_batched_tokens=2048),
+         "max_num_batched_tokens (2048) is smaller than max_model_len (8192). This effectively "
+         "limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject "
+         "longer sequences. Please increase max_num_batched_tokens or decrease max_model_len."),
+        (SimConfig(max_num_batched_tokens=64, max_num_seqs=128),
+         "max_num_batched_tokens (64) must be greater than or equal to max_num_seqs (128)."),
+        (SimConfig(num_gpu_blocks=10, block_size=16),
+         "To serve at least one request with the model's max seq len (8192)"),
+        (SimConfig(gpu_memory_utilization=0.2), "No available memory for the cache blocks."),
+        (SimConfig(max_num_seqs=0), "max_num_seqs must be at least 1, got 0."),
+        (SimConfig(gpu_memory_utilization=1.5), "gpu_memory_utilization must be in (0, 1]"),
+    ],
+)  # fmt: skip
+def test_resolve_refuses_like_vllm(config: SimConfig, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolve(config)
+    assert message in str(caught.value)
+
+
+def test_chunked_prefill_off_with_enough_budget_starts() -> None:
+    resolved = resolve(SimConfig(enable_chunked_prefill=False))
+    assert resolved.max_num_batched_tokens == 8192  # raised to max(max_model_len, default)
