@@ -63,7 +63,9 @@ def wizard_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "wizard", *args]
 
 
-def start_sim(tmp_path: Path, *args: str, wait: bool = True, env: dict[str, str] | None = None) -> SimProcess:
+def start_sim(
+    tmp_path: Path, *args: str, wait: bool = True, env: dict[str, str] | None = None
+) -> SimProcess:
     """Start a simulator on a free loopback port and return once it listens (and is ready)."""
     index = len(list(tmp_path.glob("sim-*.log")))
     log_file = tmp_path / f"sim-{index}.log"
@@ -71,7 +73,9 @@ def start_sim(tmp_path: Path, *args: str, wait: bool = True, env: dict[str, str]
     command = wizard_command("sim", "--port", "0", "--quiet", "--log-file", str(log_file), *args)
     full_env = {**os.environ, **(env or {})}
     with stderr_file.open("w") as err:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, env=full_env)
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=err, text=True, env=full_env
+        )
     assert process.stdout is not None
     line = process.stdout.readline()
     match = URL_LINE.search(line)

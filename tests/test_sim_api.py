@@ -74,7 +74,9 @@ def test_chat_stream_role_chunk_first(healthy_sim: SimProcess) -> None:
 def test_chat_continuous_usage_counts(healthy_sim: SimProcess) -> None:
     body = {"messages": [{"role": "user", "content": "a b c"}], "max_tokens": 5, "ignore_eos": True,
             "stream": True, "stream_options": {"include_usage": True, "continuous_usage_stats": True}}  # fmt: skip
-    chunks = [json.loads(d) for d in events(post(healthy_sim, "/v1/chat/completions", body).text)[:-1]]
+    chunks = [
+        json.loads(d) for d in events(post(healthy_sim, "/v1/chat/completions", body).text)[:-1]
+    ]
     # Chat prompt = BOS + 5 per message + words + 3 for the generation prompt.
     prompt_tokens = 1 + 5 + 3 + 3
     assert chunks[0]["usage"] == {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens,
@@ -87,14 +89,18 @@ def test_chat_continuous_usage_counts(healthy_sim: SimProcess) -> None:
 
 
 def test_non_streamed_and_early_stop(healthy_sim: SimProcess) -> None:
-    response = post(healthy_sim, "/v1/completions", {"prompt": "why is it slow", "max_tokens": 2000})
+    response = post(
+        healthy_sim, "/v1/completions", {"prompt": "why is it slow", "max_tokens": 2000}
+    )
     body = response.json()
     generated = body["usage"]["completion_tokens"]
     # Without ignore_eos the "model" stops on its own before the requested length.
     assert body["choices"][0]["finish_reason"] == "stop"
     assert 16 <= generated < 2000
     assert len(body["choices"][0]["text"].split()) == generated
-    again = post(healthy_sim, "/v1/completions", {"prompt": "why is it slow", "max_tokens": 2000}).json()
+    again = post(
+        healthy_sim, "/v1/completions", {"prompt": "why is it slow", "max_tokens": 2000}
+    ).json()
     assert again["usage"]["completion_tokens"] == generated  # deterministic per prompt
 
 
@@ -141,9 +147,14 @@ def test_malformed_json_and_oversized_body(healthy_sim: SimProcess) -> None:
 
 
 def test_unknown_fields_are_ignored_and_logged(healthy_sim: SimProcess) -> None:
-    response = post(healthy_sim, "/v1/completions", {"prompt": "x", "max_tokens": 1, "frobnicate": 3})
+    response = post(
+        healthy_sim, "/v1/completions", {"prompt": "x", "max_tokens": 1, "frobnicate": 3}
+    )
     assert response.status_code == 200
-    assert "The following fields were present in the request but ignored: {'frobnicate'}" in healthy_sim.log()
+    assert (
+        "The following fields were present in the request but ignored: {'frobnicate'}"
+        in healthy_sim.log()
+    )
 
 
 def test_api_key_guards_only_v1(sim_factory: Any) -> None:

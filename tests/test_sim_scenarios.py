@@ -82,7 +82,9 @@ def test_queue_saturation_grows_ttft_not_itl(sim_factory: SimFactory) -> None:
 
     saturated = asyncio.run(run_and_watch())
     assert max(waiting_seen) >= 8  # 16 in flight, 4 running
-    ttft_ratio = median([s.ttft_ms for s in saturated.samples]) / median([s.ttft_ms for s in healthy.samples])
+    ttft_ratio = median([s.ttft_ms for s in saturated.samples]) / median(
+        [s.ttft_ms for s in healthy.samples]
+    )
     assert ttft_ratio > 3
     itl_healthy = median([s.tpot_ms for s in healthy.samples])
     itl_saturated = median([s.tpot_ms for s in saturated.samples])
@@ -103,8 +105,12 @@ async def _decode_while_long_prompts_arrive(url: str, long_prompt: int) -> list[
 def test_large_batch_budget_stretches_inter_token_gaps(sim_factory: SimFactory) -> None:
     large = sim_factory("--scenario", "batch-budget-large")
     small = sim_factory("--scenario", "batch-budget-large", "--max-num-batched-tokens", "2048")
-    worst_large = max(max(s.itl_ms) for s in asyncio.run(_decode_while_long_prompts_arrive(large.url, 8000)))
-    worst_small = max(max(s.itl_ms) for s in asyncio.run(_decode_while_long_prompts_arrive(small.url, 8000)))
+    worst_large = max(
+        max(s.itl_ms) for s in asyncio.run(_decode_while_long_prompts_arrive(large.url, 8000))
+    )
+    worst_small = max(
+        max(s.itl_ms) for s in asyncio.run(_decode_while_long_prompts_arrive(small.url, 8000))
+    )
     assert worst_large > 120  # one 8,000-token prefill step holds every decode
     assert worst_large > 2 * worst_small
 
@@ -127,7 +133,9 @@ def test_small_batch_budget_raises_ttft(sim_factory: SimFactory) -> None:
 def test_tensor_parallel_over_pcie_slows_every_token(sim_factory: SimFactory) -> None:
     workload = {"concurrency": 1, "requests": 3, "input_tokens": 16, "max_tokens": 24}
     healthy = median([s.tpot_ms for s in load(sim_factory(), **workload).samples])
-    pcie = median([s.tpot_ms for s in load(sim_factory("--scenario", "tp-over-pcie"), **workload).samples])
+    pcie = median(
+        [s.tpot_ms for s in load(sim_factory("--scenario", "tp-over-pcie"), **workload).samples]
+    )
     pipeline_sim = sim_factory("--scenario", "tp-over-pcie", "--tensor-parallel-size", "1",
                                "--pipeline-parallel-size", "4")  # fmt: skip
     pipeline = median([s.tpot_ms for s in load(pipeline_sim, **workload).samples])

@@ -146,7 +146,9 @@ def test_resolve_applies_vllm_defaults() -> None:
     # CUDA graphs cost KV memory; --enforce-eager gives it back.
     assert resolve(SimConfig(enforce_eager=True)).kv_cache_tokens > resolved.kv_cache_tokens
     # More memory for the engine means more KV cache.
-    assert resolve(SimConfig(gpu_memory_utilization=0.95)).kv_cache_tokens > resolved.kv_cache_tokens
+    assert (
+        resolve(SimConfig(gpu_memory_utilization=0.95)).kv_cache_tokens > resolved.kv_cache_tokens
+    )
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,8 @@ def percentile(values: Sequence[float], p: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
-def summarize(values: Sequence[float], points: Sequence[float] = (50, 90, 99)) -> dict[str, float | None]:
+def summarize(
+    values: Sequence[float], points: Sequence[float] = (50, 90, 99)
+) -> dict[str, float | None]:
     """``{"p50": ..., "p90": ..., "p99": ...}`` for the given values."""
     return {f"p{point:g}": percentile(values, point) for point in points}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 HELP = "serve the vLLM behaviour simulator (OpenAI API, /metrics, vLLM logs)"
@@ -52,7 +53,9 @@ def register(subparsers: Any) -> None:
     )  # fmt: skip
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
     parser.add_argument("--port", type=int, default=8000, help="port (0 picks a free one)")
-    parser.add_argument("--scenario", default="healthy", help="named fault preset (see --list-scenarios)")
+    parser.add_argument(
+        "--scenario", default="healthy", help="named fault preset (see --list-scenarios)"
+    )
     parser.add_argument("--list-scenarios", action="store_true",
                         help="print every scenario and what a correct diagnosis finds")  # fmt: skip
     parser.add_argument("--model", help="served model name")
@@ -62,17 +65,40 @@ def register(subparsers: Any) -> None:
     engine = parser.add_argument_group("engine flags (as on 'vllm serve')")
     for flags, dest, kind, text in VALUE_FLAGS:
         engine.add_argument(*flags, dest=dest, type=kind, help=text)
-    engine.add_argument("--enable-chunked-prefill", dest="enable_chunked_prefill",
-                        action=argparse.BooleanOptionalAction, help="chunked prefill (default on)")
-    engine.add_argument("--enforce-eager", dest="enforce_eager", action="store_const", const=True,
-                        help="no CUDA graphs: faster start, slower steps, more KV memory")
-    engine.add_argument("--chat-template", dest="chat_template", action=argparse.BooleanOptionalAction,
-                        help="whether the tokenizer has a chat template (default yes)")
-    engine.add_argument("--interconnect", choices=["nvlink", "pcie"], help="GPU link for TP all-reduce")
-    engine.add_argument("--x-accel-buffering-no", dest="x_accel_buffering_no", action="store_const",
-                        const=True, help="send 'X-Accel-Buffering: no' on streams (tells nginx not to buffer)")
-    engine.add_argument("--metrics-generation", choices=["v1", "v0"],
-                        help="metric names: v1 (current) or v0 (gpu_cache_usage_perc, ...)")
+    engine.add_argument(
+        "--enable-chunked-prefill",
+        dest="enable_chunked_prefill",
+        action=argparse.BooleanOptionalAction,
+        help="chunked prefill (default on)",
+    )
+    engine.add_argument(
+        "--enforce-eager",
+        dest="enforce_eager",
+        action="store_const",
+        const=True,
+        help="no CUDA graphs: faster start, slower steps, more KV memory",
+    )
+    engine.add_argument(
+        "--chat-template",
+        dest="chat_template",
+        action=argparse.BooleanOptionalAction,
+        help="whether the tokenizer has a chat template (default yes)",
+    )
+    engine.add_argument(
+        "--interconnect", choices=["nvlink", "pcie"], help="GPU link for TP all-reduce"
+    )
+    engine.add_argument(
+        "--x-accel-buffering-no",
+        dest="x_accel_buffering_no",
+        action="store_const",
+        const=True,
+        help="send 'X-Accel-Buffering: no' on streams (tells nginx not to buffer)",
+    )
+    engine.add_argument(
+        "--metrics-generation",
+        choices=["v1", "v0"],
+        help="metric names: v1 (current) or v0 (gpu_cache_usage_perc, ...)",
+    )
     engine.add_argument("--disable-log-stats", dest="disable_log_stats", action="store_const", const=True,
                         help="no vllm:* metrics and no stats line (as vLLM 0.34)")  # fmt: skip
     parser.set_defaults(handler=run)
@@ -96,7 +122,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{scenario.name}\n  {scenario.summary}\n  finds: {scenario.finds}\n")
         return 0
     scenario = get_scenario(args.scenario)
-    overrides = {dest: getattr(args, dest) for dest in ENGINE_DESTS if getattr(args, dest) is not None}
+    overrides = {
+        dest: getattr(args, dest) for dest in ENGINE_DESTS if getattr(args, dest) is not None
+    }
     config = scenario.apply(SimConfig()).replace(**overrides)
     api_key = args.api_key or os.environ.get("VLLM_API_KEY")
     if scenario.name == "auth-required" and not api_key:
@@ -110,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
     log_file = None
     if args.log_file:
         try:
-            log_file = open(args.log_file, "a", encoding="utf-8")  # noqa: SIM115 (lives as long as the server)
+            # Stays open as long as the server runs; closed below.
+            log_file = Path(args.log_file).open("a", encoding="utf-8")  # noqa: SIM115
         except OSError as exc:
             from wizard.errors import UsageError
 

@@ -15,6 +15,7 @@ Errors are data: every failure becomes a sample with ``error_kind`` and a one-li
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from dataclasses import dataclass, field
@@ -117,7 +118,7 @@ class StreamSample:
     def itl_ms(self) -> list[float]:
         """Gaps between consecutive output events."""
         times = self.output_times_ns
-        return [_ms(b - a) for a, b in zip(times, times[1:], strict=False)]
+        return [_ms(b - a) for a, b in itertools.pairwise(times)]
 
     @property
     def max_events_per_read(self) -> int:
@@ -240,7 +241,10 @@ def _carries_output(choice: dict[str, Any]) -> bool:
 
 
 async def measure_stream(
-    client: httpx.AsyncClient, base_url: str, spec: RequestSpec, headers: dict[str, str] | None = None
+    client: httpx.AsyncClient,
+    base_url: str,
+    spec: RequestSpec,
+    headers: dict[str, str] | None = None,
 ) -> StreamSample:
     """Send one streamed request and time it; every failure is returned as a sample."""
     sample = StreamSample(send_ns=time.monotonic_ns())
@@ -272,9 +276,15 @@ async def measure_stream(
     except httpx.ConnectError as exc:
         sample.error_kind, sample.error = "connection_refused", f"cannot connect to {url}: {exc}"
     except httpx.ReadTimeout:
-        sample.error_kind, sample.error = "read_timeout", f"no data from {url} within the read timeout"
+        sample.error_kind, sample.error = (
+            "read_timeout",
+            f"no data from {url} within the read timeout",
+        )
     except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-        sample.error_kind, sample.error = "connection_reset", f"connection broke mid-response: {exc}"
+        sample.error_kind, sample.error = (
+            "connection_reset",
+            f"connection broke mid-response: {exc}",
+        )
     except httpx.HTTPError as exc:
         sample.error_kind, sample.error = "http_error", f"{type(exc).__name__}: {exc}"
     sample.done_ns = time.monotonic_ns()

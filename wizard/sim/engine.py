@@ -76,7 +76,9 @@ class Stream:
 class Engine:
     """Owns the scheduler and runs the step loop inside the server's event loop."""
 
-    def __init__(self, config: SimConfig, resolved: Resolved, metrics: SimMetrics, log: VllmLog) -> None:
+    def __init__(
+        self, config: SimConfig, resolved: Resolved, metrics: SimMetrics, log: VllmLog
+    ) -> None:
         self.config = config
         self.resolved = resolved
         self.metrics = metrics

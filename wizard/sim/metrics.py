@@ -63,7 +63,12 @@ class SimMetrics:
     """A private Prometheus registry holding the simulator's vLLM series."""
 
     def __init__(
-        self, *, model: str, generation: MetricsGeneration, max_model_len: int, cache_info: dict[str, str]
+        self,
+        *,
+        model: str,
+        generation: MetricsGeneration,
+        max_model_len: int,
+        cache_info: dict[str, str],
     ) -> None:
         self.generation = generation
         self.registry = CollectorRegistry(auto_describe=True)
@@ -82,31 +87,53 @@ class SimMetrics:
             return Histogram(name, doc, names, buckets=buckets, registry=reg)
 
         token_buckets = one_two_five_buckets(max_model_len)
-        self.running = gauge("vllm:num_requests_running", "Number of requests in model execution batches.")
-        self.waiting = gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.")
+        self.running = gauge(
+            "vllm:num_requests_running", "Number of requests in model execution batches."
+        )
+        self.waiting = gauge(
+            "vllm:num_requests_waiting", "Number of requests waiting to be processed."
+        )
         if v1:
-            self.kv_usage = gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.")
+            self.kv_usage = gauge(
+                "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."
+            )
         else:
-            self.kv_usage = gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.")
-            gauge("vllm:num_requests_swapped", "Number of requests swapped to CPU.").labels(**self._labels)
-            gauge("vllm:cpu_cache_usage_perc", "CPU KV-cache usage. 1 means 100 percent usage.").labels(
+            self.kv_usage = gauge(
+                "vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage."
+            )
+            gauge("vllm:num_requests_swapped", "Number of requests swapped to CPU.").labels(
                 **self._labels
             )
-        self.preemptions = counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.")
+            gauge(
+                "vllm:cpu_cache_usage_perc", "CPU KV-cache usage. 1 means 100 percent usage."
+            ).labels(**self._labels)
+        self.preemptions = counter(
+            "vllm:num_preemptions", "Cumulative number of preemption from the engine."
+        )
         self.prompt_tokens = counter("vllm:prompt_tokens", "Number of prefill tokens processed.")
-        self.generation_tokens = counter("vllm:generation_tokens", "Number of generation tokens processed.")
+        self.generation_tokens = counter(
+            "vllm:generation_tokens", "Number of generation tokens processed."
+        )
         self.success = counter(
-            "vllm:request_success", "Count of successfully processed requests.", ("finished_reason",)
+            "vllm:request_success",
+            "Count of successfully processed requests.",
+            ("finished_reason",),
         )
         self.iteration_tokens = histogram(
-            "vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", ITERATION_BUCKETS
+            "vllm:iteration_tokens_total",
+            "Histogram of number of tokens per engine_step.",
+            ITERATION_BUCKETS,
         )
         self.ttft = histogram(
-            "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", TTFT_BUCKETS
+            "vllm:time_to_first_token_seconds",
+            "Histogram of time to first token in seconds.",
+            TTFT_BUCKETS,
         )
         if v1:
             self.itl = histogram(
-                "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS
+                "vllm:inter_token_latency_seconds",
+                "Histogram of inter-token latency in seconds.",
+                ITL_BUCKETS,
             )
         else:
             self.itl = histogram(
@@ -124,7 +151,9 @@ class SimMetrics:
             else None
         )
         self.e2e = histogram(
-            "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", PHASE_BUCKETS
+            "vllm:e2e_request_latency_seconds",
+            "Histogram of e2e request latency in seconds.",
+            PHASE_BUCKETS,
         )
         self.queue = histogram(
             "vllm:request_queue_time_seconds",
@@ -150,10 +179,14 @@ class SimMetrics:
             "vllm:request_prompt_tokens", "Number of prefill tokens processed.", token_buckets
         )
         self.request_generation = histogram(
-            "vllm:request_generation_tokens", "Number of generation tokens processed.", token_buckets
+            "vllm:request_generation_tokens",
+            "Number of generation tokens processed.",
+            token_buckets,
         )
         self.request_max_tokens = histogram(
-            "vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", token_buckets
+            "vllm:request_params_max_tokens",
+            "Histogram of the max_tokens request parameter.",
+            token_buckets,
         )
         self.request_preemptions = (
             histogram(
@@ -187,7 +220,9 @@ class SimMetrics:
         self.waiting.labels(**self._labels).set(waiting)
         self.kv_usage.labels(**self._labels).set(kv_usage)
 
-    def observe_step(self, tokens: int, preemptions: int, prompt_tokens: int, generated: int) -> None:
+    def observe_step(
+        self, tokens: int, preemptions: int, prompt_tokens: int, generated: int
+    ) -> None:
         """Record one engine step."""
         if tokens:
             self.iteration_tokens.labels(**self._labels).observe(tokens)
@@ -219,7 +254,9 @@ class SimMetrics:
         self.request_max_tokens.labels(**labels).observe(times.max_tokens)
         self.success.labels(**labels, finished_reason=times.finished_reason).inc()
         if self.request_tpot is not None:
-            tpot = times.decode / (times.generation_tokens - 1) if times.generation_tokens > 1 else 0.0
+            tpot = (
+                times.decode / (times.generation_tokens - 1) if times.generation_tokens > 1 else 0.0
+            )
             self.request_tpot.labels(**labels).observe(tpot)
         if self.request_preemptions is not None:
             self.request_preemptions.labels(**labels).observe(times.preemptions)

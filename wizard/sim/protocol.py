@@ -30,7 +30,9 @@ NO_CHAT_TEMPLATE = (
 class ApiError(Exception):
     """An HTTP error answered with vLLM's error body."""
 
-    def __init__(self, status: int, message: str, kind: str = "BadRequestError", param: str | None = None):
+    def __init__(
+        self, status: int, message: str, kind: str = "BadRequestError", param: str | None = None
+    ):
         super().__init__(message)
         self.status = status
         self.message = message
@@ -40,7 +42,12 @@ class ApiError(Exception):
     def body(self) -> dict[str, Any]:
         """vLLM 0.34's error body."""
         return {
-            "error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.status}
+            "error": {
+                "message": self.message,
+                "type": self.kind,
+                "param": self.param,
+                "code": self.status,
+            }
         }
 
 
@@ -148,15 +155,21 @@ def _completion_prompt(body: dict[str, Any]) -> tuple[int, str]:
     if isinstance(prompt, str):
         tokens = text.count_text_tokens(prompt)
         seed = prompt
-    elif isinstance(prompt, list) and prompt and all(
-        isinstance(t, int) and not isinstance(t, bool) for t in prompt
+    elif (
+        isinstance(prompt, list)
+        and prompt
+        and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt)
     ):
         tokens = len(prompt)
         seed = str(prompt[:64])
     elif prompt is None:
         raise ApiError(400, "1 validation error: prompt: Field required", param="prompt")
     else:
-        raise ApiError(400, "The simulator accepts one prompt: a string or a list of token ids.", param="prompt")
+        raise ApiError(
+            400,
+            "The simulator accepts one prompt: a string or a list of token ids.",
+            param="prompt",
+        )
     if tokens == 0:
         raise ApiError(400, "The decoder prompt cannot be empty", param="prompt")
     return tokens, seed
@@ -169,12 +182,12 @@ def _chat_prompt(body: dict[str, Any]) -> tuple[int, str]:
     contents: list[str] = []
     for message in messages:
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise ApiError(400, "1 validation error: messages: each message needs a role", param="messages")
+            raise ApiError(
+                400, "1 validation error: messages: each message needs a role", param="messages"
+            )
         content = message.get("content", "")
         if isinstance(content, list):
-            content = " ".join(
-                part.get("text", "") for part in content if isinstance(part, dict)
-            )
+            content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
         if not isinstance(content, str):
             raise _type_error("messages.content", "a valid string")
         contents.append(content)
@@ -224,25 +237,53 @@ def chunk(
 ) -> dict[str, Any]:  # fmt: skip
     """One streamed chunk with a single choice."""
     if chat:
-        delta: dict[str, Any] = {"role": "assistant", "content": ""} if role else {"content": delta_text}
-        choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        delta: dict[str, Any] = (
+            {"role": "assistant", "content": ""} if role else {"content": delta_text}
+        )
+        choice: dict[str, Any] = {
+            "index": 0,
+            "delta": delta,
+            "logprobs": None,
+            "finish_reason": finish_reason,
+        }
         obj = "chat.completion.chunk"
     else:
         choice = {"index": 0, "text": delta_text, "logprobs": None, "finish_reason": finish_reason}
         obj = "text_completion"
     if finish_reason is not None:
         choice["stop_reason"] = None
-    return {"id": request_id, "object": obj, "created": created, "model": model, "choices": [choice]}
+    return {
+        "id": request_id,
+        "object": obj,
+        "created": created,
+        "model": model,
+        "choices": [choice],
+    }
 
 
-def usage_chunk(request_id: str, model: str, *, chat: bool, created: int, used: dict[str, int]) -> dict[str, Any]:
+def usage_chunk(
+    request_id: str, model: str, *, chat: bool, created: int, used: dict[str, int]
+) -> dict[str, Any]:
     """The final ``choices: []`` chunk carrying usage."""
     obj = "chat.completion.chunk" if chat else "text_completion"
-    return {"id": request_id, "object": obj, "created": created, "model": model, "choices": [], "usage": used}
+    return {
+        "id": request_id,
+        "object": obj,
+        "created": created,
+        "model": model,
+        "choices": [],
+        "usage": used,
+    }
 
 
 def full_response(
-    request_id: str, model: str, *, chat: bool, content: str, finish_reason: str, used: dict[str, int]
+    request_id: str,
+    model: str,
+    *,
+    chat: bool,
+    content: str,
+    finish_reason: str,
+    used: dict[str, int],
 ) -> dict[str, Any]:
     """A non-streamed response."""
     created = int(time.time())
@@ -256,4 +297,11 @@ def full_response(
         choice = {"index": 0, "text": content, "logprobs": None, "finish_reason": finish_reason,
                   "stop_reason": None, "prompt_logprobs": None}  # fmt: skip
         obj = "text_completion"
-    return {"id": request_id, "object": obj, "created": created, "model": model, "choices": [choice], "usage": used}
+    return {
+        "id": request_id,
+        "object": obj,
+        "created": created,
+        "model": model,
+        "choices": [choice],
+        "usage": used,
+    }

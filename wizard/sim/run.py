@@ -90,6 +90,7 @@ async def _serve(app: object, sock: socket.socket) -> int:
         lifespan="on",
         timeout_keep_alive=5,  # vLLM's VLLM_HTTP_TIMEOUT_KEEP_ALIVE default
         backlog=2048,
+        timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(uv_config)
     with contextlib.closing(sock):

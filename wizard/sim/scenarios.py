@@ -44,8 +44,12 @@ SCENARIOS: dict[str, Scenario] = {
             "vllm:num_preemptions_total grows and 'Preemptions: N' appears in the stats line. "
             "Fix: raise --gpu-memory-utilization (or lower --max-num-seqs).",
             ("kv_cache_preemption",),
-            {"gpu_memory_gib": 24.0, "gpu_memory_utilization": 0.73, "max_model_len": 1024,
-             "block_size": 16},  # fmt: skip
+            {
+                "gpu_memory_gib": 24.0,
+                "gpu_memory_utilization": 0.73,
+                "max_model_len": 1024,
+                "block_size": 16,
+            },
         ),
         Scenario(
             "batch-budget-large",
@@ -93,14 +97,20 @@ SCENARIOS: dict[str, Scenario] = {
             "meanwhile, and the first requests are slower than steady state. Keep cold and "
             "steady measurements apart.",
             ("cold_start_slow",),
-            {"tensor_parallel_size": 4,
-             "cold_start": ColdStart(checkpoint_read_s=1.0, graph_capture_s=1.5,
-                                     slow_first_steps=40, slow_first_step_ms=40.0)},  # fmt: skip
+            {
+                "tensor_parallel_size": 4,
+                "cold_start": ColdStart(
+                    checkpoint_read_s=1.0,
+                    graph_capture_s=1.5,
+                    slow_first_steps=40,
+                    slow_first_step_ms=40.0,
+                ),
+            },
         ),
         Scenario(
             "auth-required",
             "Started with an API key: /v1 paths need 'Authorization: Bearer <key>'.",
-            "Requests without the key get 401 {\"error\": \"Unauthorized\"}; /health and "
+            'Requests without the key get 401 {"error": "Unauthorized"}; /health and '
             "/metrics stay open. Fix: send the key (the wizard reads it from $VLLM_API_KEY).",
             ("auth_failure",),
         ),

@@ -16,7 +16,7 @@ import hmac
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, generate_latest
@@ -65,7 +65,9 @@ class ApiKeyMiddleware:
 class SseResponse(StreamingResponse):
     """A server-sent-event stream that frees its request as soon as the client goes away."""
 
-    def __init__(self, engine: Engine, stream: Stream, events: AsyncIterator[bytes], headers: dict[str, str]):
+    def __init__(
+        self, engine: Engine, stream: Stream, events: AsyncIterator[bytes], headers: dict[str, str]
+    ):
         super().__init__(events, media_type="text/event-stream; charset=utf-8", headers=headers)
         self._engine = engine
         self._stream = stream
@@ -73,25 +75,37 @@ class SseResponse(StreamingResponse):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        producer = asyncio.ensure_future(self._produce(send))
-        watcher = asyncio.ensure_future(self._watch_disconnect(receive))
-        try:
-            await asyncio.wait({producer, watcher}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (producer, watcher):
-                task.cancel()
-            await asyncio.gather(producer, watcher, return_exceptions=True)
-            self._engine.abort(self._stream)  # a no-op when the request finished normally
+        await until_done_or_disconnected(self._engine, self._stream, self._produce(send), receive)
 
     async def _produce(self, send: Send) -> None:
         async for event in self._events:
             await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    @staticmethod
-    async def _watch_disconnect(receive: Receive) -> None:
+
+async def until_done_or_disconnected(
+    engine: Engine, stream: Stream, work: Coroutine[Any, Any, None], receive: Receive
+) -> None:
+    """Run ``work`` unless the client hangs up first; either way, free the request."""
+
+    async def watch_disconnect() -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
+
+    producer = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(watch_disconnect())
+    try:
+        await asyncio.wait({producer, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (producer, watcher):
+            task.cancel()
+        await asyncio.gather(producer, watcher, return_exceptions=True)
+        engine.abort(stream)  # a no-op when the request finished normally
+
+
+async def _drain(stream: Stream) -> None:
+    while not stream.done:
+        await stream.next_tokens()
 
 
 def sse(payload: dict[str, Any]) -> bytes:
@@ -170,7 +184,9 @@ class SimServer:
 
     async def sim_config(self, request: Request) -> Response:
         config = dataclasses.asdict(self.engine.config)
-        return JSONResponse({"config": config, "resolved": dataclasses.asdict(self.engine.resolved)})
+        return JSONResponse(
+            {"config": config, "resolved": dataclasses.asdict(self.engine.resolved)}
+        )
 
     # -- generation ----------------------------------------------------------------------------
 
@@ -194,17 +210,22 @@ class SimServer:
         stream = self.engine.submit(sim_request, parsed.finish_reason, parsed.max_tokens)
         if parsed.stream:
             headers = {"X-Accel-Buffering": "no"} if self.engine.config.x_accel_buffering_no else {}
-            return SseResponse(self.engine, stream, self._events(stream, parsed, request_id), headers)
-        try:
-            while not stream.done:
-                await stream.next_tokens()
-        finally:
-            self.engine.abort(stream)  # no-op unless the client went away while we waited
+            return SseResponse(
+                self.engine, stream, self._events(stream, parsed, request_id), headers
+            )
+        await until_done_or_disconnected(self.engine, stream, _drain(stream), request.receive)
+        if stream.aborted:
+            return Response(status_code=499)  # nobody is listening any more
         content = "".join(text.token_text(i) for i in range(1, len(stream.emitted_ns) + 1))
         stream.mark_sent(len(stream.emitted_ns))
         used = protocol.usage(parsed.prompt_tokens, len(stream.emitted_ns))
         body = protocol.full_response(
-            request_id, parsed.model, chat=chat, content=content, finish_reason=parsed.finish_reason, used=used
+            request_id,
+            parsed.model,
+            chat=chat,
+            content=content,
+            finish_reason=parsed.finish_reason,
+            used=used,
         )
         return JSONResponse(body)
 
@@ -217,7 +238,9 @@ class SimServer:
             raise ApiError(413, f"Request body too large: {length} bytes (limit {MAX_BODY_BYTES}).")
         raw = await request.body()
         if len(raw) > MAX_BODY_BYTES:
-            raise ApiError(413, f"Request body too large: {len(raw)} bytes (limit {MAX_BODY_BYTES}).")
+            raise ApiError(
+                413, f"Request body too large: {len(raw)} bytes (limit {MAX_BODY_BYTES})."
+            )
         body = protocol.parse_body(raw)
         config = self.engine.config
         parsed = protocol.parse_generation(
@@ -228,7 +251,9 @@ class SimServer:
             self.engine.log.ignored_fields(parsed.ignored_fields)
         return parsed
 
-    async def _events(self, stream: Stream, parsed: ParsedRequest, request_id: str) -> AsyncIterator[bytes]:
+    async def _events(
+        self, stream: Stream, parsed: ParsedRequest, request_id: str
+    ) -> AsyncIterator[bytes]:
         created = int(time.time())
         chat, model = parsed.chat, parsed.model
         keep_alive = self.engine.config.sse_keep_alive_interval or None
@@ -262,5 +287,7 @@ class SimServer:
                 break
         if parsed.include_usage:
             used = protocol.usage(parsed.prompt_tokens, sent)
-            yield sse(protocol.usage_chunk(request_id, model, chat=chat, created=created, used=used))
+            yield sse(
+                protocol.usage_chunk(request_id, model, chat=chat, created=created, used=used)
+            )
         yield b"data: [DONE]\n\n"

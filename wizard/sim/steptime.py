@@ -10,9 +10,13 @@ def step_time_ms(config: SimConfig, prefill_tokens: int, decode_seqs: int) -> fl
     costs = config.costs
     tp = config.tensor_parallel_size
     fixed = costs.fixed_ms + (costs.eager_extra_ms if config.enforce_eager else 0.0)
-    compute = (prefill_tokens * costs.per_prefill_token_ms + decode_seqs * costs.per_decode_seq_ms) / tp
+    compute = (
+        prefill_tokens * costs.per_prefill_token_ms + decode_seqs * costs.per_decode_seq_ms
+    ) / tp
     per_rank_allreduce = (
-        costs.tp_allreduce_nvlink_ms if config.interconnect == "nvlink" else costs.tp_allreduce_pcie_ms
+        costs.tp_allreduce_nvlink_ms
+        if config.interconnect == "nvlink"
+        else costs.tp_allreduce_pcie_ms
     )
     communication = (tp - 1) * per_rank_allreduce
     hops = (config.pipeline_parallel_size - 1) * costs.pp_hop_ms

@@ -25,7 +25,9 @@ class VllmLog:
         self.api_pid = os.getpid()
         self.engine_pid = self.api_pid + 1
 
-    def line(self, process: str, level: str, source: str, message: str, pid: int | None = None) -> None:
+    def line(
+        self, process: str, level: str, source: str, message: str, pid: int | None = None
+    ) -> None:
         """Write one line from ``process`` (APIServer, EngineCore, Worker_TP0, ...)."""
         stamp = datetime.datetime.now().strftime("%m-%d %H:%M:%S")
         pid = pid if pid is not None else self._pid_of(process)
@@ -58,7 +60,9 @@ class VllmLog:
             f"vLLM server version {VLLM_VERSION}, serving model {config.model}",
         )  # fmt: skip
         self.line("APIServer", "INFO", "model.py:761", "Resolved architecture: LlamaForCausalLM")
-        self.line("APIServer", "INFO", "model.py:2214", f"Using max model len {config.max_model_len}")
+        self.line(
+            "APIServer", "INFO", "model.py:2214", f"Using max model len {config.max_model_len}"
+        )
         if config.enable_chunked_prefill:
             self.line(
                 "APIServer", "INFO", "scheduler.py:355",
@@ -87,7 +91,11 @@ class VllmLog:
             worker = f"Worker_TP{rank}" if ranks > 1 else "Worker"
             pid = self.engine_pid + 1 + rank
             self.line(
-                worker, "INFO", "default_loader.py:544", f"Loading weights took {seconds:.2f} seconds", pid
+                worker,
+                "INFO",
+                "default_loader.py:544",
+                f"Loading weights took {seconds:.2f} seconds",
+                pid,
             )
             self.line(
                 worker, "INFO", "model_runner.py:442",
@@ -97,7 +105,10 @@ class VllmLog:
     def kv_cache(self, config: SimConfig, resolved: Resolved) -> None:
         """KV memory and the one-line capacity message of 0.34."""
         self.line(
-            "Worker", "INFO", "gpu_worker.py:796", f"Available KV cache memory: {resolved.kv_cache_gib:.2f} GiB"
+            "Worker",
+            "INFO",
+            "gpu_worker.py:796",
+            f"Available KV cache memory: {resolved.kv_cache_gib:.2f} GiB",
         )
         self.line(
             "EngineCore", "INFO", "kv_cache_utils.py:1169",
@@ -161,4 +172,9 @@ class VllmLog:
 
     def fatal(self, message: str) -> None:
         """A start-up failure, as the engine core reports it before exiting."""
-        self.line("EngineCore", "ERROR", "core.py:1046", f"EngineCore failed to start.\nValueError: {message}")
+        self.line(
+            "EngineCore",
+            "ERROR",
+            "core.py:1046",
+            f"EngineCore failed to start.\nValueError: {message}",
+        )
