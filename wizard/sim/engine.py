@@ -73,6 +73,20 @@ class Stream:
         }
 
 
+# Event-loop timers have millisecond granularity (libuv rounds up), so the loop sleeps until just
+# before a step's deadline and then yields until it is due; other tasks (sends) keep running.
+TIMER_SLACK_NS = 1_500_000
+
+
+async def _sleep_until(deadline_ns: int) -> None:
+    """Wake as close after ``deadline_ns`` (monotonic) as the event loop allows."""
+    coarse = deadline_ns - TIMER_SLACK_NS - time.monotonic_ns()
+    if coarse > 0:
+        await asyncio.sleep(coarse / NS)
+    while time.monotonic_ns() < deadline_ns:
+        await asyncio.sleep(0)
+
+
 class Engine:
     """Owns the scheduler and runs the step loop inside the server's event loop."""
 
@@ -181,9 +195,7 @@ class Engine:
                 if stream is not None and stream.first_scheduled_ns is None:
                     stream.first_scheduled_ns = start
             deadline = start + int(self._step_ms(plan) * 1_000_000)
-            delay = deadline - time.monotonic_ns()
-            if delay > 0:
-                await asyncio.sleep(delay / NS)
+            await _sleep_until(deadline)
             outputs = self.scheduler.complete(plan)
             self.steps_done += 1
             self._deliver(plan, outputs, deadline)
