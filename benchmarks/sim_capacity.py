@@ -24,17 +24,16 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from wizard.measure import percentile  # noqa: E402
-from wizard.probes.load import run_load  # noqa: E402
-from wizard.probes.stream import RequestSpec  # noqa: E402
+from wizard.measure import percentile
+from wizard.probes.load import run_load
+from wizard.probes.stream import RequestSpec
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
 
 def start_sim() -> tuple[subprocess.Popen[str], str]:
-    pin = ["taskset", "-c", "0"] if shutil.which("taskset") and os.cpu_count() and os.cpu_count() > 1 else []  # type: ignore[operator]
+    cpus = os.cpu_count() or 1
+    pin = ["taskset", "-c", "0"] if shutil.which("taskset") and cpus > 1 else []
     command = [*pin, sys.executable, "-m", "wizard", "sim", "--port", "0", "--quiet"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
@@ -59,7 +58,9 @@ def measure(url: str, streams: int, tokens: int) -> dict[str, float]:
     trace = httpx.get(url + "/sim/trace", timeout=60).json()["requests"]
     emitted = [t for r in trace for t in r["emitted_ns"]]
     engine_jitter = [
-        (e - s) / 1e6 for r in trace for e, s in zip(r["emitted_ns"], r["scheduled_ns"], strict=True)
+        (e - s) / 1e6
+        for r in trace
+        for e, s in zip(r["emitted_ns"], r["scheduled_ns"], strict=True)
     ]
     send_jitter = [
         (e - s) / 1e6 for r in trace for e, s in zip(r["sent_ns"], r["scheduled_ns"], strict=False)
@@ -111,7 +112,10 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         f"# Simulator capacity ({time.strftime('%Y-%m-%d')}, {args.tokens} output tokens per stream, "
-        f"median of {args.repeat} runs; simulator pinned to one core)\n\n" + header + "\n".join(lines) + "\n"
+        f"median of {args.repeat} runs; simulator pinned to one core)\n\n"
+        + header
+        + "\n".join(lines)
+        + "\n"
     )
     print(f"written to {out}")
 
