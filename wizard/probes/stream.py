@@ -307,3 +307,37 @@ def _error_message(body: str) -> str:
         if error is not None:
             return str(error)
     return body.strip()
+
+
+def stream_report(samples: list[StreamSample]) -> dict[str, Any]:
+    """The ``probe stream --json`` object: samples, percentiles over successful ones, error counts."""
+    from wizard.measure import summarize
+
+    ok = [s for s in samples if s.ok]
+    errors: dict[str, int] = {}
+    for sample in samples:
+        if sample.error_kind:
+            errors[sample.error_kind] = errors.get(sample.error_kind, 0) + 1
+    return {
+        "samples": [s.to_dict() for s in samples],
+        "summary": {
+            "ttft_ms": summarize([s.ttft_ms for s in ok if s.ttft_ms is not None]),
+            "tpot_ms": summarize([s.tpot_ms for s in ok if s.tpot_ms is not None]),
+            "itl_ms": summarize([gap for s in ok for gap in s.itl_ms]),
+            "e2e_ms": summarize([s.e2e_ms for s in ok if s.e2e_ms is not None]),
+            "requests": len(samples),
+            "succeeded": len(ok),
+            "errors": errors,
+            "output_tokens_estimated": any(s.tokens_estimated for s in ok),
+        },
+        "definitions": DEFINITIONS,
+    }
+
+
+DEFINITIONS = {
+    "ttft_ms": "send -> first SSE event carrying output (role-only and usage-only chunks excluded)",
+    "tpot_ms": "(last output event - first output event) / (output tokens - 1)",
+    "itl_ms": "gaps between consecutive output events (an event may carry several tokens)",
+    "e2e_ms": "send -> last output event",
+    "output_tokens": "usage.completion_tokens; else output events, flagged output_tokens_estimated",
+}

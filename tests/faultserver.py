@@ -1,0 +1,146 @@
+"""A real loopback HTTP server that misbehaves on purpose, one behaviour per path prefix.
+
+The stream probe appends ``/v1/completions`` to its target, so a target of ``{url}/garbage`` gets
+the ``garbage`` behaviour. Responses are close-delimited HTTP/1.1, written by hand on a raw socket so
+that resets, hangs and cut bodies are real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import struct
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+HEADERS = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+
+
+def event(payload: Any) -> bytes:
+    return (
+        b"data: "
+        + (payload if isinstance(payload, bytes) else json.dumps(payload).encode())
+        + b"\n\n"
+    )
+
+
+def text_chunk(text: str, finish: str | None = None, usage: int | None = None) -> bytes:
+    payload: dict[str, Any] = {
+        "id": "cmpl-fault", "object": "text_completion",
+        "choices": [{"index": 0, "text": text, "finish_reason": finish}],
+    }  # fmt: skip
+    if usage is not None:
+        payload["usage"] = {"completion_tokens": usage}
+    return event(payload)
+
+
+def chat_chunk(delta: dict[str, Any]) -> bytes:
+    return event({"id": "chatcmpl-fault", "object": "chat.completion.chunk",
+                  "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})  # fmt: skip
+
+
+def usage_chunk(tokens: int) -> bytes:
+    return event({"id": "cmpl-fault", "choices": [], "usage": {"completion_tokens": tokens}})
+
+
+async def behave(name: str, writer: asyncio.StreamWriter) -> None:
+    """Write the response of one behaviour."""
+    write = writer.write
+    if name.startswith("status"):
+        code = int(name.removeprefix("status"))
+        body = json.dumps(
+            {"error": {"message": f"simulated {code}", "type": "X", "code": code}}
+        ).encode()
+        write(f"HTTP/1.1 {code} Oops\r\ncontent-type: application/json\r\n".encode())
+        write(f"content-length: {len(body)}\r\nconnection: close\r\n\r\n".encode() + body)
+        return
+    write(HEADERS)
+    if name == "garbage":
+        write(b"data: {not json\n\n" + b"hello world\n\n" + event(b"[1, 2]"))
+        write(text_chunk(" ok", "length") + usage_chunk(1) + event(b"[DONE]"))
+    elif name == "errorevent":
+        write(
+            text_chunk(" a") + event({"error": {"message": "boom", "code": 500}}) + event(b"[DONE]")
+        )
+    elif name == "nodone":
+        write(text_chunk(" a") + text_chunk(" b"))
+    elif name == "reset":
+        write(text_chunk(" a"))
+        await writer.drain()
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+        return
+    elif name == "hang":
+        write(text_chunk(" a"))
+        await writer.drain()
+        await asyncio.sleep(30)
+    elif name == "roleearly":
+        write(chat_chunk({"role": "assistant", "content": ""}))
+        await writer.drain()
+        await asyncio.sleep(0.2)
+        for word in (" one", " two"):
+            write(chat_chunk({"content": word}))
+            await writer.drain()
+            await asyncio.sleep(0.05)
+        write(usage_chunk(2) + event(b"[DONE]"))
+    elif name == "multitoken":
+        write(text_chunk(" a b c"))  # three tokens in one event
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        write(text_chunk(" d", "length") + usage_chunk(4) + event(b"[DONE]"))
+    elif name == "nousage":  # asked for 16, stops after 5, says nothing about usage
+        for i in range(5):
+            write(text_chunk(f" w{i}", "stop" if i == 4 else None))
+            await writer.drain()
+            await asyncio.sleep(0.01)
+        write(event(b"[DONE]"))
+    await writer.drain()
+
+
+async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        await reader.readexactly(length)
+        path = head.split(b" ")[1].decode()
+        await behave(path.strip("/").split("/")[0], writer)
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        if not writer.transport.is_closing():
+            writer.close()
+
+
+@contextmanager
+def fault_server() -> Iterator[str]:
+    """Serve on a free loopback port in a background thread; yield the base URL."""
+    loop = asyncio.new_event_loop()
+    ready: list[asyncio.Server] = []
+
+    async def start() -> asyncio.Server:
+        return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+    async def shutdown() -> None:
+        ready[0].close()
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    ready.append(asyncio.run_coroutine_threadsafe(start(), loop).result(5))
+    try:
+        yield f"http://127.0.0.1:{ready[0].sockets[0].getsockname()[1]}"
+    finally:
+        asyncio.run_coroutine_threadsafe(shutdown(), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
