@@ -149,7 +149,9 @@ def test_cold_start_heavy(sim_factory: SimFactory) -> None:
     assert httpx.get(sim.url + "/health").status_code == 503
     refused = httpx.post(sim.url + "/v1/completions", json={"prompt": "x", "max_tokens": 1})
     assert refused.status_code == 503
-    sim.wait_ready()
+    assert sim.process.stdout is not None
+    assert sim.process.stdout.readline().strip() == f"latency-wizard sim: ready on {sim.url}"
+    assert httpx.get(sim.url + "/health").status_code == 200
     assert time.monotonic() - began > 4.0  # 4 ranks x 1 s of checkpoint reads + graph capture
     log = sim.log()
     assert log.count("Loading weights took 4.00 seconds") == 4  # every TP rank reads it all

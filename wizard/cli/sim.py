@@ -114,7 +114,7 @@ ENGINE_DESTS = (
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted, or list scenarios."""
     from wizard.sim.config import SimConfig
-    from wizard.sim.run import print_ready, serve
+    from wizard.sim.run import announce_listening, announce_ready, serve
     from wizard.sim.scenarios import SCENARIOS, get_scenario
 
     if args.list_scenarios:
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return serve(
             config, host=args.host, port=args.port, api_key=api_key, non_default_args=non_default,
-            log_streams=streams, on_listening=print_ready(),
+            log_streams=streams, on_listening=announce_listening, on_ready=announce_ready,
         )  # fmt: skip
     finally:
         if log_file is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from wizard.sim.config import Resolved, SimConfig
@@ -105,6 +106,7 @@ class Engine:
             enable_chunked_prefill=config.enable_chunked_prefill,
         )
         self.ready = False
+        self.on_ready: Callable[[], None] | None = None
         self.steps_done = 0
         self._streams: dict[str, Stream] = {}
         self._trace: OrderedDict[str, Stream] = OrderedDict()
@@ -139,6 +141,8 @@ class Engine:
             self.log.graphs_captured(config.cold_start.graph_capture_s, config.cuda_graph_gib)
         self.log.init_engine_took(time.monotonic() - began)
         self.ready = True
+        if self.on_ready is not None:
+            self.on_ready()
 
     # -- requests ----------------------------------------------------------------------------
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-import sys
 from collections.abc import Callable
 from typing import TextIO
 
@@ -52,6 +51,7 @@ def serve(
     non_default_args: dict[str, object],
     log_streams: list[TextIO],
     on_listening: Callable[[str], None],
+    on_ready: Callable[[str], None],
 ) -> int:
     """Run the simulator in this process until SIGINT/SIGTERM; return the exit code."""
     log = VllmLog(log_streams)
@@ -80,6 +80,7 @@ def serve(
     sock = bind(host, port)
     url = url_of(sock)
     log.server_started(url)
+    engine.on_ready = lambda: on_ready(url)
     on_listening(url)
     return asyncio.run(_serve(app, sock))
 
@@ -102,11 +103,12 @@ async def _serve(app: object, sock: socket.socket) -> int:
     return 0
 
 
-def print_ready(stream: TextIO = sys.stdout) -> Callable[[str], None]:
-    """The default ``on_listening`` callback: one line a human (or a test) can read the URL from."""
+def announce_listening(url: str) -> None:
+    """One line a human (or a test) can read the URL from, as soon as the socket listens."""
+    print(f"latency-wizard sim: listening on {url} (/health answers 503 until the engine is ready)",
+          flush=True)  # fmt: skip
 
-    def announce(url: str) -> None:
-        print(f"latency-wizard sim: listening on {url} (/health answers 503 until the engine is ready)",
-              file=stream, flush=True)  # fmt: skip
 
-    return announce
+def announce_ready(url: str) -> None:
+    """One line when the engine is ready to serve."""
+    print(f"latency-wizard sim: ready on {url}", flush=True)
