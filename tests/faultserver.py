@@ -87,11 +87,17 @@ async def behave(name: str, writer: asyncio.StreamWriter) -> None:
             await writer.drain()
             await asyncio.sleep(0.05)
         write(usage_chunk(2) + event(b"[DONE]"))
-    elif name == "multitoken":
-        write(text_chunk(" a b c"))  # three tokens in one event
+    elif name == "multitoken":  # continuous usage: the first event carries three tokens
+        write(text_chunk(" a b c", usage=3))
         await writer.drain()
         await asyncio.sleep(0.05)
-        write(text_chunk(" d", "length") + usage_chunk(4) + event(b"[DONE]"))
+        write(text_chunk(" d", "length", usage=4) + usage_chunk(4) + event(b"[DONE]"))
+    elif name == "burst":  # what a buffering proxy does: ten events held, then one write
+        await asyncio.sleep(0.1)
+        write(b"".join(text_chunk(f" w{i}", usage=i + 1) for i in range(10)))
+        await writer.drain()
+        await asyncio.sleep(0.1)
+        write(text_chunk(" z", "length", usage=11) + usage_chunk(11) + event(b"[DONE]"))
     elif name == "nousage":  # asked for 16, stops after 5, says nothing about usage
         for i in range(5):
             write(text_chunk(f" w{i}", "stop" if i == 4 else None))

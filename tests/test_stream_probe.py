@@ -60,6 +60,7 @@ def test_definitions_against_simulator_ground_truth(healthy_sim: SimProcess) -> 
             (sample.output_times_ns[-1] - sample.output_times_ns[0]) / 1e6 / 19
         )
         assert len(sample.itl_ms) == 19
+        assert sample.itl_per_token_ms is not None and len(sample.itl_per_token_ms) == 19
         assert sample.e2e_ms is not None and sample.ttft_ms is not None
         assert sample.e2e_ms > sample.ttft_ms
     # Loopback delivery on a reused connection: well under the ~40 ms that a Nagle/delayed-ACK
@@ -82,6 +83,21 @@ def test_multi_token_events(faults: str) -> None:
     assert len(sample.output_times_ns) == 2 and sample.output_tokens == 4  # usage wins over events
     assert sample.tpot_ms is not None and sample.itl_ms[0] >= 40
     assert sample.tpot_ms == pytest.approx(sample.itl_ms[0] / 3)
+    assert sample.output_event_tokens == [3, 1]
+    assert sample.itl_per_token_ms == sample.itl_ms  # the later event carried one token
+
+
+def test_burst_evidence(faults: str) -> None:
+    from wizard.probes.stream import stream_report
+
+    sample = measure(faults + "/burst")
+    assert sample.ok and sample.max_events_per_read == 10
+    burst = stream_report([sample])["summary"]["burst"]
+    assert burst["max_events_per_read"] == 10
+    assert burst["gap_histogram_ms"]["<1"] == 9  # nine gaps inside the burst
+    assert burst["gap_histogram_ms"][">=1000"] == 0
+    assert sum(burst["gap_histogram_ms"].values()) == 10
+    assert burst["first_output_after_headers_ms"]["p50"] >= 90  # headers came early, events late
 
 
 def test_missing_usage_and_early_stop_never_report_the_requested_length(faults: str) -> None:

@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 import httpx
 
+from wizard.probes.sse import SseParser
+
 Endpoint = Literal["chat", "completions"]
 ENDPOINT_PATHS: dict[str, str] = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 
@@ -38,6 +40,7 @@ class RequestSpec:
     ignore_eos: bool = True  # vLLM-specific: generate exactly max_tokens
     temperature: float = 0.0
     prompt: str | None = None
+    continuous_usage: bool = True  # vLLM-specific: usage on every chunk gives tokens per event
 
     def body(self) -> dict[str, Any]:
         """The JSON body of the request."""
@@ -47,7 +50,10 @@ class RequestSpec:
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "stream": True,
-            "stream_options": {"include_usage": True},
+            "stream_options": {
+                "include_usage": True,
+                "continuous_usage_stats": self.continuous_usage,
+            },
         }
         if self.ignore_eos:
             body["ignore_eos"] = True
@@ -68,11 +74,14 @@ class StreamSample:
     error: str | None = None
     request_id: str | None = None
     connected_ns: int | None = None
+    tls_done_ns: int | None = None
     request_sent_ns: int | None = None
     headers_ns: int | None = None
     done_ns: int | None = None
     saw_done: bool = False
     output_times_ns: list[int] = field(default_factory=list)
+    output_event_tokens: list[int] = field(default_factory=list)
+    event_times_ns: list[int] = field(default_factory=list)
     read_times_ns: list[int] = field(default_factory=list)
     read_events: list[int] = field(default_factory=list)
     usage_tokens: int | None = None
@@ -121,9 +130,25 @@ class StreamSample:
         return [_ms(b - a) for a, b in itertools.pairwise(times)]
 
     @property
+    def itl_per_token_ms(self) -> list[float] | None:
+        """Each event gap spread over the tokens the later event carried; None when counts are unknown."""
+        counts = self.output_event_tokens
+        if not counts or any(count < 1 for count in counts):
+            return None
+        return [
+            gap / count
+            for gap, count in zip(self.itl_ms, counts[1:], strict=True)
+            for _ in range(count)
+        ]
+
+    @property
     def max_events_per_read(self) -> int:
         """The largest number of output events that arrived in one network read."""
         return max(self.read_events, default=0)
+
+    def since_send_ms(self, ns: int | None) -> float | None:
+        """Milliseconds from send to ``ns``."""
+        return _ms(ns - self.send_ns) if ns is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of one sample (design §5 contract keys first)."""
@@ -140,8 +165,11 @@ class StreamSample:
             "status": self.status,
             "finish_reason": self.finish_reason,
             "request_id": self.request_id,
-            "headers_ms": _ms(self.headers_ns - self.send_ns) if self.headers_ns else None,
-            "connect_ms": _ms(self.connected_ns - self.send_ns) if self.connected_ns else None,
+            "itl_per_token_ms": self.itl_per_token_ms,
+            "connect_ms": self.since_send_ms(self.connected_ns),
+            "tls_ms": self.since_send_ms(self.tls_done_ns),
+            "request_sent_ms": self.since_send_ms(self.request_sent_ns),
+            "headers_ms": self.since_send_ms(self.headers_ns),
             "max_events_per_read": self.max_events_per_read,
             "keep_alives": self.keep_alives,
             "malformed_events": self.malformed_events,
@@ -150,94 +178,6 @@ class StreamSample:
 
 def _ms(ns: int) -> float:
     return ns / 1_000_000
-
-
-class _SseParser:
-    """Splits a byte stream into SSE events and classifies each one into the sample."""
-
-    def __init__(self, sample: StreamSample) -> None:
-        self.sample = sample
-        self._buffer = b""
-
-    def feed(self, data: bytes, now: int) -> int:
-        """Consume one network read; return how many output events it completed."""
-        self._buffer += data.replace(b"\r\n", b"\n")
-        outputs = 0
-        while b"\n\n" in self._buffer:
-            raw, self._buffer = self._buffer.split(b"\n\n", 1)
-            outputs += self._event(raw, now)
-        return outputs
-
-    @property
-    def leftover(self) -> bytes:
-        """Bytes of an event that never completed (a body cut short)."""
-        return self._buffer.strip()
-
-    def _event(self, raw: bytes, now: int) -> int:
-        data_lines = []
-        for line in raw.split(b"\n"):
-            if line.startswith(b":"):
-                self.sample.keep_alives += 1
-            elif line.startswith(b"data:"):
-                data_lines.append(line[5:].strip())
-            elif line.strip():
-                self.sample.malformed_events += 1
-        if not data_lines:
-            return 0
-        data = b"\n".join(data_lines)
-        if data == b"[DONE]":
-            self.sample.saw_done = True
-            return 0
-        try:
-            payload = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            self.sample.malformed_events += 1
-            return 0
-        if not isinstance(payload, dict):
-            self.sample.malformed_events += 1
-            return 0
-        return self._payload(payload, now)
-
-    def _payload(self, payload: dict[str, Any], now: int) -> int:
-        sample = self.sample
-        if "error" in payload:
-            error = payload["error"]
-            message = error.get("message") if isinstance(error, dict) else str(error)
-            sample.error_kind = sample.error_kind or "stream_error"
-            sample.error = sample.error or f"error event in stream: {message}"
-            return 0
-        sample.request_id = sample.request_id or payload.get("id")
-        usage = payload.get("usage")
-        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-            sample.usage_tokens = usage["completion_tokens"]
-        choices = payload.get("choices") or []
-        output = False
-        for choice in choices:
-            if not isinstance(choice, dict):
-                continue
-            if choice.get("finish_reason"):
-                sample.finish_reason = choice["finish_reason"]
-            if _carries_output(choice):
-                output = True
-        if not output:
-            return 0
-        sample.output_times_ns.append(now)
-        return 1
-
-
-def _carries_output(choice: dict[str, Any]) -> bool:
-    """True for content, reasoning or tool-call output; false for the role-only chat chunk."""
-    text = choice.get("text")
-    if isinstance(text, str) and text:
-        return True
-    delta = choice.get("delta")
-    if not isinstance(delta, dict):
-        return False
-    for key in ("content", "reasoning", "reasoning_content"):
-        value = delta.get(key)
-        if isinstance(value, str) and value:
-            return True
-    return bool(delta.get("tool_calls"))
 
 
 async def measure_stream(
@@ -253,11 +193,13 @@ async def measure_stream(
         now = time.monotonic_ns()
         if event == "connection.connect_tcp.complete":
             sample.connected_ns = now
+        elif event == "connection.start_tls.complete":
+            sample.tls_done_ns = now
         elif event == "http11.send_request_body.complete":
             sample.request_sent_ns = now
 
     url = base_url.rstrip("/") + ENDPOINT_PATHS[spec.endpoint]
-    parser = _SseParser(sample)
+    parser = SseParser(sample)
     try:
         async with client.stream(
             "POST", url, json=spec.body(), headers=headers, extensions={"trace": trace}
@@ -318,19 +260,55 @@ def stream_report(samples: list[StreamSample]) -> dict[str, Any]:
     for sample in samples:
         if sample.error_kind:
             errors[sample.error_kind] = errors.get(sample.error_kind, 0) + 1
+    per_token = [s.itl_per_token_ms for s in ok]
     return {
         "samples": [s.to_dict() for s in samples],
         "summary": {
             "ttft_ms": summarize([s.ttft_ms for s in ok if s.ttft_ms is not None]),
             "tpot_ms": summarize([s.tpot_ms for s in ok if s.tpot_ms is not None]),
             "itl_ms": summarize([gap for s in ok for gap in s.itl_ms]),
+            "itl_basis": "event",
+            "itl_per_token_ms": (
+                summarize([gap for gaps in per_token if gaps for gap in gaps])
+                if ok and all(gaps is not None for gaps in per_token)
+                else None
+            ),
             "e2e_ms": summarize([s.e2e_ms for s in ok if s.e2e_ms is not None]),
             "requests": len(samples),
             "succeeded": len(ok),
             "errors": errors,
             "output_tokens_estimated": any(s.tokens_estimated for s in ok),
+            "burst": burst_evidence(ok),
         },
         "definitions": DEFINITIONS,
+    }
+
+
+GAP_BINS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+
+
+def burst_evidence(samples: list[StreamSample]) -> dict[str, Any]:
+    """What a buffering proxy leaves behind: several events per read, bimodal gaps, late headers."""
+    from wizard.measure import summarize
+
+    reads = [n for s in samples for n in s.read_events if n > 0]
+    histogram = dict.fromkeys([f"<{edge}" for edge in GAP_BINS_MS] + [f">={GAP_BINS_MS[-1]}"], 0)
+    for gap in (gap for s in samples for gap in s.itl_ms):
+        label = next((f"<{edge}" for edge in GAP_BINS_MS if gap < edge), f">={GAP_BINS_MS[-1]}")
+        histogram[label] += 1
+    headers = [s.since_send_ms(s.headers_ns) for s in samples]
+    return {
+        "max_events_per_read": max(reads, default=0),
+        "mean_events_per_read": sum(reads) / len(reads) if reads else None,
+        "headers_ms": summarize([h for h in headers if h is not None]),
+        "first_output_after_headers_ms": summarize(
+            [
+                (s.output_times_ns[0] - s.headers_ns) / 1e6
+                for s in samples
+                if s.output_times_ns and s.headers_ns is not None
+            ]
+        ),
+        "gap_histogram_ms": histogram,
     }
 
 
@@ -338,6 +316,7 @@ DEFINITIONS = {
     "ttft_ms": "send -> first SSE event carrying output (role-only and usage-only chunks excluded)",
     "tpot_ms": "(last output event - first output event) / (output tokens - 1)",
     "itl_ms": "gaps between consecutive output events (an event may carry several tokens)",
+    "itl_per_token_ms": "each event gap divided among the tokens that event carried (needs usage per chunk)",
     "e2e_ms": "send -> last output event",
     "output_tokens": "usage.completion_tokens; else output events, flagged output_tokens_estimated",
 }
