@@ -2,29 +2,33 @@
 
 from __future__ import annotations
 
+import sys
+import time
+from types import TracebackType
 from typing import Any
 
 from rich.console import Console, Group
+from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from wizard.measure import percentile
 
-def console() -> Console:
+PLAIN_PROGRESS_INTERVAL_S = 2.0
+
+
+def console(stderr: bool = False) -> Console:
     """The console every command prints to."""
-    return Console(highlight=False)
+    return Console(highlight=False, stderr=stderr)
 
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def stream_table(report: dict[str, Any]) -> Group:
-    """Percentiles of a stream-probe report, one row per segment, and the error count."""
-    summary = report["summary"]
-    heading = Text(
-        f"{report.get('target', '')}: {summary['succeeded']}/{summary['requests']} requests succeeded"
-    )
-    table = Table()
+def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
+    """Percentiles per segment of a stream-report summary, with errors as the caption."""
+    table = Table(title=title, title_justify="left")
     table.add_column("segment")
     for point in ("p50", "p90", "p99"):
         table.add_column(f"{point} (ms)", justify="right")
@@ -41,4 +45,84 @@ def stream_table(report: dict[str, Any]) -> Group:
         table.caption = "errors: " + ", ".join(f"{kind} x{count}" for kind, count in errors.items())
     elif summary["output_tokens_estimated"]:
         table.caption = "output tokens estimated from events (the server sent no usage)"
-    return Group(heading, table)
+    return table
+
+
+def _succeeded(summary: dict[str, Any]) -> str:
+    return f"{summary['succeeded']}/{summary['requests']} requests succeeded"
+
+
+def stream_table(report: dict[str, Any]) -> Group:
+    """A stream-probe report: heading and the percentile table."""
+    summary = report["summary"]
+    return Group(Text(f"{report.get('target', '')}: {_succeeded(summary)}"), summary_table(summary))
+
+
+def load_view(report: dict[str, Any]) -> Group:
+    """A load-probe report: steady state, cold requests apart, and the client's self-check."""
+    steady = report["steady"]["summary"]
+    parts: list[Any] = [
+        Text(
+            f"{report.get('target', '')}: concurrency {report['concurrency']}, {_succeeded(steady)}, "
+            f"{report['output_tokens_per_s'] or 0:.0f} output tokens/s"
+        ),
+        summary_table(steady, title="steady state"),
+    ]
+    if report.get("cold"):
+        parts.append(summary_table(report["cold"]["summary"], title="cold (warm-up, kept apart)"))
+    client = report["client"]
+    if client["saturated"]:
+        parts.append(Text(f"client_saturated: {client['reason']}", style="bold red"))
+    else:
+        parts.append(
+            Text(
+                f"client self-check ok: loop lag p99 {client['loop_lag_p99_ms']:.1f} ms, "
+                f"CPU {client['cpu_fraction']:.0%} of a core"
+            )
+        )
+    return Group(*parts)
+
+
+class LoadProgressView:
+    """Live progress of a load run: a rich Live line on a TTY, plain lines every few seconds otherwise."""
+
+    def __init__(self, live: bool) -> None:
+        self._live = Live(console=console(stderr=True), transient=True) if live else None
+        self._last_plain = 0.0
+        self._last: Any = None
+
+    def __enter__(self) -> LoadProgressView:
+        if self._live is not None:
+            self._live.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._live is not None:
+            self._live.__exit__(kind, value, tb)
+        elif self._last is not None:
+            print(self._line(self._last), file=sys.stderr, flush=True)
+
+    def update(self, progress: Any) -> None:
+        """Called by the load probe after every finished request."""
+        self._last = progress
+        if self._live is not None:
+            self._live.update(Text(self._line(progress)))
+            return
+        now = time.monotonic()
+        if now - self._last_plain >= PLAIN_PROGRESS_INTERVAL_S:
+            self._last_plain = now
+            print(self._line(progress), file=sys.stderr, flush=True)
+
+    @staticmethod
+    def _line(progress: Any) -> str:
+        total = f"/{progress.total}" if progress.total else ""
+        return (
+            f"{progress.done}{total} requests, {progress.failed} failed; "
+            f"TTFT p50 {_ms(percentile(progress.ttft_ms, 50))} ms p99 {_ms(percentile(progress.ttft_ms, 99))} ms; "
+            f"TPOT p50 {_ms(percentile(progress.tpot_ms, 50))} ms"
+        )

@@ -5,21 +5,34 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-STREAM_DESCRIPTION = """\
-Send streamed generation requests and time them event by event.
-
+DEFINITIONS = """\
 definitions:
   TTFT  send -> first SSE event carrying output (content, reasoning or tool call); the role-only
         first chat chunk and usage-only chunks never count
   TPOT  (last output event - first output event) / (output tokens - 1)
-  ITL   each gap between consecutive output events (an event may carry several tokens)
+  ITL   each gap between consecutive output events (an event may carry several tokens; the
+        per-token split uses vLLM's continuous usage counts when the server sends them)
   E2E   send -> last output event
   output tokens come from the server's usage (always requested); without it the probe counts output
   events and flags the count as an estimate. Requests ask for a fixed length: max_tokens plus vLLM's
   ignore_eos, temperature 0, a prompt of --input-tokens words.
 
-The API key is read from $VLLM_API_KEY (then $OPENAI_API_KEY) or the variable --api-key-env names.
+The API key is read from $VLLM_API_KEY (then $OPENAI_API_KEY) or the variable --api-key-env names."""
+
+STREAM_DESCRIPTION = f"""\
+Send streamed generation requests one after another and time them event by event.
+
+{DEFINITIONS}
 Exit status: 0 when at least one request succeeded, 1 when none did, 2 on usage errors."""
+
+LOAD_DESCRIPTION = f"""\
+Closed-loop load: keep --concurrency identical streams in flight for --requests requests (or for
+--duration seconds). The first --warmup requests are the cold ones and are reported apart from
+steady state. The client checks itself (event-loop lag, its own CPU); when it is saturated the
+result says so (cause client_saturated) instead of blaming the server.
+
+{DEFINITIONS}
+Exit status: 0 when at least one steady request succeeded, 1 when none did, 2 on usage errors."""
 
 
 def register(subparsers: Any) -> None:
@@ -32,62 +45,143 @@ def register(subparsers: Any) -> None:
         "stream", help="time streamed requests (TTFT, TPOT, ITL, E2E)", description=STREAM_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    stream.add_argument(
-        "--target", required=True, help="base URL of the server, e.g. http://127.0.0.1:8000"
-    )
-    stream.add_argument("--model", help="model id (default: the first one /v1/models lists)")
-    stream.add_argument("--endpoint", choices=["completions", "chat"], default="completions")
-    stream.add_argument(
-        "--input-tokens", type=int, default=32, help="prompt length in words (default 32)"
-    )
-    stream.add_argument("--max-tokens", type=int, default=64, help="output length (default 64)")
+    _request_arguments(stream)
     stream.add_argument(
         "--repeat", type=int, default=5, help="requests, one after another (default 5)"
     )
-    stream.add_argument(
+    stream.set_defaults(handler=run_stream)
+    load = probes.add_parser(
+        "load", help="closed-loop load at a fixed concurrency", description=LOAD_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    _request_arguments(load)
+    load.add_argument("--concurrency", type=int, default=8, help="streams in flight (default 8)")
+    amount = load.add_mutually_exclusive_group()
+    amount.add_argument("--requests", type=int, help="steady-state requests (default 32)")
+    amount.add_argument("--duration", type=float, help="seconds of steady-state load instead")
+    load.add_argument(
+        "--warmup", type=int, default=2, help="cold requests reported apart (default 2)"
+    )
+    load.set_defaults(handler=run_load_command)
+
+
+def _request_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target", required=True, help="base URL of the server, e.g. http://127.0.0.1:8000"
+    )
+    parser.add_argument("--model", help="model id (default: the first one /v1/models lists)")
+    parser.add_argument("--endpoint", choices=["completions", "chat"], default="completions")
+    parser.add_argument(
+        "--input-tokens", type=int, default=32, help="prompt length in words (default 32)"
+    )
+    parser.add_argument("--max-tokens", type=int, default=64, help="output length (default 64)")
+    parser.add_argument(
         "--timeout", type=float, default=60.0, help="read timeout in seconds (default 60)"
     )
-    stream.add_argument("--api-key-env", help="environment variable holding the API key")
-    stream.add_argument("--json", action="store_true", help="print one JSON object")
-    stream.set_defaults(handler=run_stream)
+    parser.add_argument("--api-key-env", help="environment variable holding the API key")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _check(args: argparse.Namespace, *positive: str) -> None:
+    from wizard.errors import UsageError
+
+    for name in ("input_tokens", "max_tokens", *positive):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    if not args.target.startswith(("http://", "https://")):
+        raise UsageError(f"--target must be an http(s) URL, got {args.target!r}")
+
+
+def _print(
+    report: dict[str, Any], args: argparse.Namespace, api_key: str | None, human: Any
+) -> None:
+    import json
+
+    from wizard.auth import mask
+
+    if args.json:
+        print(mask(json.dumps(report, indent=2), api_key))
+    else:
+        from wizard.render import console
+
+        console().print(human)
 
 
 def run_stream(args: argparse.Namespace) -> int:
     """Run the stream probe and print the report."""
     import asyncio
     import dataclasses
-    import json
 
-    from wizard.auth import api_key_from_env, auth_headers, mask
-    from wizard.errors import UsageError
-    from wizard.probes.stream import stream_report
+    from wizard.auth import api_key_from_env, auth_headers
+    from wizard.probes.stream import measure_stream, stream_report
+    from wizard.render import stream_table
 
-    for name in ("input_tokens", "max_tokens", "repeat"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
-    if not args.target.startswith(("http://", "https://")):
-        raise UsageError(f"--target must be an http(s) URL, got {args.target!r}")
+    _check(args, "repeat")
     api_key = api_key_from_env(args.api_key_env)
     headers = auth_headers(api_key)
-    spec, samples = asyncio.run(_measure(args, headers))
-    report = {"target": args.target, "spec": dataclasses.asdict(spec), **stream_report(samples)}
-    if args.json:
-        print(mask(json.dumps(report, indent=2), api_key))
-    else:
-        from wizard.render import console, stream_table
 
-        console().print(stream_table(report))
+    async def measure(client: Any, spec: Any) -> list[Any]:
+        return [
+            await measure_stream(client, args.target, spec, headers) for _ in range(args.repeat)
+        ]
+
+    spec, samples = asyncio.run(_with_client(args, headers, measure))
+    report = {"target": args.target, "spec": dataclasses.asdict(spec), **stream_report(samples)}
+    _print(report, args, api_key, stream_table(report) if not args.json else None)
     return 0 if report["summary"]["succeeded"] else 1
 
 
-async def _measure(args: argparse.Namespace, headers: dict[str, str]) -> tuple[Any, list[Any]]:
+def run_load_command(args: argparse.Namespace) -> int:
+    """Run closed-loop load with live progress and print the report."""
+    import asyncio
+    import dataclasses
+    import sys
+
+    from wizard.auth import api_key_from_env, auth_headers
+    from wizard.probes.load import run_load
+    from wizard.render import LoadProgressView, load_view
+
+    _check(args, "concurrency", "requests")
+    if args.warmup < 0:
+        from wizard.errors import UsageError
+
+        raise UsageError("--warmup must be 0 or more")
+    if args.duration is not None and args.duration <= 0:
+        from wizard.errors import UsageError
+
+        raise UsageError("--duration must be positive")
+    requests = args.requests if args.duration is None and args.requests is not None else None
+    if args.duration is None and requests is None:
+        requests = 32
+    api_key = api_key_from_env(args.api_key_env)
+    headers = auth_headers(api_key)
+    view = LoadProgressView(live=sys.stderr.isatty())
+
+    async def measure(client: Any, spec: Any) -> Any:
+        return await run_load(
+            args.target, spec, concurrency=args.concurrency, requests=requests,
+            duration_s=args.duration, warmup=args.warmup, headers=headers,
+            timeout_s=args.timeout, on_progress=view.update,
+        )  # fmt: skip
+
+    with view:
+        spec, result = asyncio.run(_with_client(args, headers, measure))
+    report = {"target": args.target, "spec": dataclasses.asdict(spec), **result.to_dict()}
+    _print(report, args, api_key, load_view(report) if not args.json else None)
+    return 0 if report["steady"]["summary"]["succeeded"] else 1
+
+
+async def _with_client(
+    args: argparse.Namespace, headers: dict[str, str], measure: Any
+) -> tuple[Any, Any]:
+    """Resolve the model (asking the server when --model is absent), build the spec, measure."""
     import httpx
 
     from wizard.probes.endpoints import served_model
-    from wizard.probes.stream import RequestSpec, measure_stream
+    from wizard.probes.stream import RequestSpec
 
-    timeout = httpx.Timeout(args.timeout, connect=10.0)
-    async with httpx.AsyncClient(timeout=timeout) as client:
+    async with httpx.AsyncClient(timeout=httpx.Timeout(args.timeout, connect=10.0)) as client:
         model = args.model or await served_model(client, args.target, headers)
         spec = RequestSpec(
             model=model,
@@ -95,7 +189,4 @@ async def _measure(args: argparse.Namespace, headers: dict[str, str]) -> tuple[A
             input_tokens=args.input_tokens,
             max_tokens=args.max_tokens,
         )
-        samples = [
-            await measure_stream(client, args.target, spec, headers) for _ in range(args.repeat)
-        ]
-    return spec, samples
+        return spec, await measure(client, spec)

@@ -1,0 +1,159 @@
+"""Closed-loop load, the client self-check, measurement specs and noise-aware comparisons."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import subprocess
+import time
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import SimProcess, wizard_command
+from wizard.measure import (
+    IncomparableError,
+    Measurement,
+    MeasurementSpec,
+    compare,
+    compare_values,
+    percentile,
+)
+from wizard.probes.load import LoadResult, run_load
+from wizard.probes.stream import RequestSpec
+
+SimFactory = Callable[..., SimProcess]
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def spec_for(url: str, **changes: object) -> MeasurementSpec:
+    base = {"model": MODEL, "endpoint": "completions", "input_tokens": 16, "output_tokens": 24,
+            "concurrency": 2, "access_path": url}  # fmt: skip
+    return MeasurementSpec(**{**base, **changes})  # type: ignore[arg-type]
+
+
+def load(url: str, **kwargs: object) -> LoadResult:
+    request = RequestSpec(model=MODEL, input_tokens=16, max_tokens=24)
+    return asyncio.run(run_load(url, request, **kwargs))  # type: ignore[arg-type]
+
+
+def test_percentile_interpolates() -> None:
+    assert percentile([], 50) is None
+    assert percentile([5.0], 99) == 5.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
+    assert percentile(list(map(float, range(101))), 90) == 90.0
+
+
+def test_fingerprint_is_stable_and_sensitive() -> None:
+    a = spec_for("http://x")
+    assert a.fingerprint() == spec_for("http://x").fingerprint()
+    for change in ({"concurrency": 4}, {"access_path": "http://proxy"}, {"warm_state": "cold"},
+                   {"output_tokens": 25}, {"scenario": "Server"}):  # fmt: skip
+        assert spec_for("http://x", **change).fingerprint() != a.fingerprint(), change
+
+
+def test_compare_values_verdicts() -> None:
+    rng = random.Random(1)
+    base = [100 + rng.gauss(0, 3) for _ in range(30)]
+    faster = [60 + rng.gauss(0, 3) for _ in range(30)]
+    slower = [130 + rng.gauss(0, 3) for _ in range(30)]
+    same = [100 + rng.gauss(0, 3) for _ in range(30)]
+    assert compare_values("ttft_ms", base, faster).verdict == "improved"
+    assert compare_values("ttft_ms", base, slower).verdict == "regressed"
+    assert compare_values("ttft_ms", base, same).verdict == "no significant change"
+    tiny = [v + 2 for v in base]  # consistent but below the 5 % practical threshold
+    assert compare_values("ttft_ms", base, tiny).verdict == "no significant change"
+    assert compare_values("ttft_ms", [1.0, 2.0], [3.0, 4.0]).verdict == "insufficient data"
+    result = compare_values("ttft_ms", base, faster)
+    assert result.ci_low_ms is not None and result.ci_high_ms is not None
+    assert result.ci_low_ms <= result.change_ms <= result.ci_high_ms  # type: ignore[operator]
+
+
+def test_compare_refuses_different_fingerprints() -> None:
+    before = Measurement(spec_for("http://direct"), {"ttft_ms": [1.0, 2.0, 3.0]})
+    after = Measurement(spec_for("http://proxy"), {"ttft_ms": [1.0, 2.0, 3.0]})
+    with pytest.raises(IncomparableError, match="access_path differ"):
+        compare(before, after)
+
+
+def test_load_separates_cold_from_steady(sim_factory: SimFactory) -> None:
+    sim = sim_factory("--scenario", "cold-start-heavy")
+    result = load(sim.url, concurrency=1, requests=3, warmup=2)
+    assert len(result.warmup) == 2 and len(result.samples) == 3
+    cold_tpot = [s.tpot_ms for s in result.warmup if s.tpot_ms]
+    steady_tpot = [s.tpot_ms for s in result.samples if s.tpot_ms]
+    assert min(cold_tpot) > max(steady_tpot)  # slow first steps only hit the warm-up requests
+    report = result.to_dict()
+    assert report["cold"]["summary"]["requests"] == 2
+    assert report["steady"]["summary"]["requests"] == 3
+
+
+def test_load_for_a_duration(healthy_sim: SimProcess) -> None:
+    began = time.monotonic()
+    result = load(healthy_sim.url, concurrency=4, duration_s=1.0)
+    assert time.monotonic() - began >= 1.0
+    assert len(result.samples) >= 4 and all(s.ok for s in result.samples)
+    assert not result.health.saturated
+
+
+def test_compare_real_measurements(sim_factory: SimFactory) -> None:
+    healthy = sim_factory()
+    pcie = sim_factory("--scenario", "tp-over-pcie")
+    spec = spec_for("same-path")
+    first = load(healthy.url, concurrency=2, requests=10).measurement(spec)
+    second = load(healthy.url, concurrency=2, requests=10).measurement(spec)
+    slow = load(pcie.url, concurrency=2, requests=10).measurement(spec)
+    verdicts = {c.segment: c.verdict for c in compare(first, second)}
+    assert verdicts["tpot_ms"] == "no significant change"
+    assert {c.segment: c.verdict for c in compare(first, slow)}["tpot_ms"] == "regressed"
+
+
+def test_saturated_client_is_reported_not_trusted(healthy_sim: SimProcess) -> None:
+    async def hog_and_load() -> LoadResult:
+        async def hog() -> None:
+            while True:
+                time.sleep(0.015)  # blocks the client's event loop, as an overloaded client would
+                await asyncio.sleep(0.005)
+
+        task = asyncio.create_task(hog())
+        try:
+            request = RequestSpec(model=MODEL, input_tokens=16, max_tokens=24)
+            return await run_load(healthy_sim.url, request, concurrency=2, requests=4)
+        finally:
+            task.cancel()
+
+    result = asyncio.run(hog_and_load())
+    assert result.health.saturated
+    client = result.to_dict()["client"]
+    assert client["cause"] == "client_saturated" and "overstate" in client["reason"]
+
+
+def test_probe_load_cli_json(healthy_sim: SimProcess) -> None:
+    result = subprocess.run(
+        wizard_command("probe", "load", "--target", healthy_sim.url, "--concurrency", "4",
+                       "--requests", "8", "--warmup", "1", "--max-tokens", "8", "--json"),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["steady"]["summary"]["succeeded"] == 8
+    assert report["cold"]["summary"]["requests"] == 1
+    assert report["client"]["saturated"] in (True, False)
+    assert "9/9 requests" in result.stderr  # plain progress lines when stderr is not a TTY
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--concurrency", "0"], "--concurrency must be at least 1"),
+        (["--warmup", "-1"], "--warmup must be 0 or more"),
+        (["--duration", "0"], "--duration must be positive"),
+    ],
+)
+def test_probe_load_usage_errors(args: list[str], message: str) -> None:
+    result = subprocess.run(
+        wizard_command("probe", "load", "--target", "http://127.0.0.1:9", *args),
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert result.returncode == 2 and message in result.stderr
