@@ -126,3 +126,33 @@ class LoadProgressView:
             f"TTFT p50 {_ms(percentile(progress.ttft_ms, 50))} ms p99 {_ms(percentile(progress.ttft_ms, 99))} ms; "
             f"TPOT p50 {_ms(percentile(progress.tpot_ms, 50))} ms"
         )
+
+
+def validation_view(report: dict[str, Any]) -> Group:
+    """LoadGen runs: verdict, reasons, LoadGen's numbers and the client's."""
+    parts: list[Any] = [Text(f"{report['target']}: LoadGen logs in {report['outdir']}")]
+    for run in report["runs"]:
+        style = "bold green" if run["result"] == "VALID" else "bold red"
+        rate = f" at {run['spec']['target_qps']:g} qps" if run["scenario"] != "SingleStream" else ""
+        parts.append(Text(f"{run['scenario']}{rate}: {run['result']}", style=style))
+        parts.extend(Text(f"  - {reason}") for reason in run["reasons"])
+        if run["note"]:
+            parts.append(Text(f"  note: {run['note']}", style="yellow"))
+        table = Table()
+        table.add_column("LoadGen")
+        table.add_column("value", justify="right")
+        for key, value in run["loadgen"].items():
+            table.add_row(
+                key,
+                "-"
+                if value is None
+                else f"{value:.1f}"
+                if isinstance(value, float)
+                else str(value),
+            )
+        parts.append(table)
+    if report.get("peak_qps") is not None:
+        parts.append(
+            Text(f"highest VALID Server rate found: {report['peak_qps']:g} qps", style="bold")
+        )
+    return Group(*parts)

@@ -35,6 +35,19 @@ result says so (cause client_saturated) instead of blaming the server.
 Exit status: 0 when at least one steady request succeeded, 1 when none did, 2 on usage errors."""
 
 
+VALIDATE_DESCRIPTION = f"""\
+Validate under standardised load with the real MLPerf LoadGen (pip install mlcommons-loadgen):
+  SingleStream  one query after another; reports the 90th-percentile early-stopping estimate
+  Server        Poisson arrivals at --qps from a fixed seed (identical schedule before and after a
+                change); VALID only if TTFT/TPOT p99 meet the bounds (--ttft-ms/--tpot-ms or
+                --preset) and early stopping is satisfied; --find-peak bisects for the highest rate
+  Offline       everything at once; throughput only, never evidence of online latency
+Never compare results across scenarios. LoadGen's logs go to --outdir.
+
+{DEFINITIONS}
+Exit status: 0 when LoadGen said VALID, 1 when INVALID, 2 on usage errors."""
+
+
 def register(subparsers: Any) -> None:
     """Add ``probe`` and its probes."""
     probe = subparsers.add_parser(
@@ -63,6 +76,35 @@ def register(subparsers: Any) -> None:
         "--warmup", type=int, default=2, help="cold requests reported apart (default 2)"
     )
     load.set_defaults(handler=run_load_command)
+    validate = probes.add_parser(
+        "validate", help="MLPerf LoadGen scenarios (SingleStream, Server, Offline)",
+        description=VALIDATE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    _request_arguments(validate)
+    validate.add_argument(
+        "--scenario", required=True, choices=["SingleStream", "Server", "Offline"]
+    )
+    validate.add_argument(
+        "--qps", type=float, default=1.0, help="Server/Offline target rate (default 1)"
+    )
+    validate.add_argument(
+        "--preset", help="MLPerf model preset for TTFT/TPOT bounds, e.g. llama3_1-8b"
+    )
+    validate.add_argument("--ttft-ms", type=float, help="Server TTFT p99 bound (default 2000)")
+    validate.add_argument("--tpot-ms", type=float, help="Server TPOT p99 bound (default 100)")
+    validate.add_argument("--min-duration", type=float, default=10.0, help="seconds (default 10)")
+    validate.add_argument("--min-queries", type=int, default=64, help="queries (default 64)")
+    validate.add_argument("--max-in-flight", type=int, default=64, help="concurrent requests cap")
+    validate.add_argument(
+        "--find-peak", action="store_true", help="Server: bisect for the peak rate"
+    )
+    validate.add_argument(
+        "--max-runs", type=int, default=5, help="--find-peak: most runs (default 5)"
+    )
+    validate.add_argument(
+        "--outdir", default="mlperf-logs", help="LoadGen log folder (default mlperf-logs)"
+    )
+    validate.set_defaults(handler=run_validate)
 
 
 def _request_arguments(parser: argparse.ArgumentParser) -> None:
@@ -190,3 +232,59 @@ async def _with_client(
             max_tokens=args.max_tokens,
         )
         return spec, await measure(client, spec)
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """Run LoadGen (optionally a bounded peak search) and print VALID/INVALID with the reasons."""
+    import asyncio
+    import time
+    from pathlib import Path
+
+    from wizard.auth import api_key_from_env, auth_headers
+    from wizard.errors import UsageError
+    from wizard.probes.validate import PRESETS, ValidationSpec, find_peak_qps, run_validation
+    from wizard.render import validation_view
+
+    _check(args, "min_queries", "max_in_flight", "max_runs")
+    if args.qps <= 0 or args.min_duration <= 0:
+        raise UsageError("--qps and --min-duration must be positive")
+    ttft, tpot = 2000.0, 100.0
+    if args.preset:
+        if args.preset not in PRESETS:
+            raise UsageError(f"unknown preset {args.preset!r}; choose one of: {', '.join(PRESETS)}")
+        ttft, tpot = PRESETS[args.preset]
+    ttft = args.ttft_ms or ttft
+    tpot = args.tpot_ms or tpot
+    if args.find_peak and args.scenario != "Server":
+        raise UsageError("--find-peak applies to the Server scenario only")
+    api_key = api_key_from_env(args.api_key_env)
+    headers = auth_headers(api_key)
+
+    async def resolve(client: Any, spec: Any) -> Any:
+        return spec
+
+    request, _ = asyncio.run(_with_client(args, headers, resolve))
+    outdir = Path(args.outdir) / time.strftime("%Y%m%dT%H%M%S")
+
+    def run(qps: float) -> Any:
+        spec = ValidationSpec(
+            scenario=args.scenario, target_qps=qps, ttft_ms=ttft, tpot_ms=tpot,
+            min_duration_s=args.min_duration, min_queries=args.min_queries,
+            max_in_flight=args.max_in_flight,
+        )  # fmt: skip
+        return run_validation(
+            args.target, request, spec, outdir / f"qps-{qps:g}", headers, args.timeout
+        )
+
+    if args.find_peak:
+        peak, results = find_peak_qps(run, args.qps / 10, args.qps, args.max_runs)
+    else:
+        peak, results = None, [run(args.qps)]
+    report = {
+        "target": args.target,
+        "outdir": str(outdir),
+        "runs": [r.to_dict() for r in results],
+        "peak_qps": peak,
+    }
+    _print(report, args, api_key, validation_view(report) if not args.json else None)
+    return 0 if results[-1].valid or peak is not None else 1

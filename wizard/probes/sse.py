@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -12,9 +13,12 @@ if TYPE_CHECKING:
 class SseParser:
     """Splits a byte stream into SSE events and records each one in the sample."""
 
-    def __init__(self, sample: StreamSample) -> None:
+    def __init__(
+        self, sample: StreamSample, on_first_output: Callable[[], None] | None = None
+    ) -> None:
         self.sample = sample
         self._buffer = b""
+        self._on_first_output = on_first_output
 
     def feed(self, data: bytes, now: int) -> int:
         """Consume one network read; return how many output events it completed."""
@@ -74,6 +78,8 @@ class SseParser:
         if not output:
             return 0
         sample.output_times_ns.append(now)
+        if len(sample.output_times_ns) == 1 and self._on_first_output is not None:
+            self._on_first_output()
         # With continuous usage every chunk says how many tokens it carried.
         has_count = isinstance(usage, dict) and sample.usage_tokens is not None
         sample.output_event_tokens.append(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -185,8 +186,13 @@ async def measure_stream(
     base_url: str,
     spec: RequestSpec,
     headers: dict[str, str] | None = None,
+    on_first_output: Callable[[], None] | None = None,
 ) -> StreamSample:
-    """Send one streamed request and time it; every failure is returned as a sample."""
+    """Send one streamed request and time it; every failure is returned as a sample.
+
+    ``on_first_output`` runs the moment the first output event is parsed (MLPerf LoadGen's
+    ``FirstTokenComplete`` hook).
+    """
     sample = StreamSample(send_ns=time.monotonic_ns())
 
     async def trace(event: str, info: dict[str, Any]) -> None:
@@ -199,7 +205,7 @@ async def measure_stream(
             sample.request_sent_ns = now
 
     url = base_url.rstrip("/") + ENDPOINT_PATHS[spec.endpoint]
-    parser = SseParser(sample)
+    parser = SseParser(sample, on_first_output)
     try:
         async with client.stream(
             "POST", url, json=spec.body(), headers=headers, extensions={"trace": trace}

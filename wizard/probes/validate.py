@@ -1,0 +1,264 @@
+"""Validation under standardised load: the real MLPerf LoadGen drives our HTTP client as the SUT.
+
+LoadGen (``mlcommons-loadgen``, import ``mlperf_loadgen``) schedules the queries (SingleStream:
+one after another; Server: Poisson arrivals at a target rate from a fixed seed, so a before/after
+pair gets the identical schedule; Offline: everything at once). For every query we stream one
+request and call ``FirstTokenComplete`` on the first output event and ``QuerySamplesComplete`` with
+the output token count at the end. Results are read from LoadGen's ``mlperf_log_detail.txt``.
+
+The procedure's rules are enforced here: an Offline result is throughput, never latency evidence
+(P6.6); results carry a fingerprint that includes the scenario, so runs of different scenarios are
+never compared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+
+from wizard.errors import WizardError
+from wizard.measure import MeasurementSpec, summarize
+from wizard.probes.stream import RequestSpec, StreamSample, measure_stream
+
+Scenario = Literal["SingleStream", "Server", "Offline"]
+
+# MLPerf Inference datacenter LLM constraints (TTFT ms, TPOT ms) from inference_rules.adoc and
+# mlperf.conf; "-interactive" variants are the Server scenario with tighter bounds.
+PRESETS: dict[str, tuple[float, float]] = {
+    "llama2-70b": (2000, 200),
+    "llama2-70b-interactive": (450, 40),
+    "llama3_1-8b": (2000, 100),
+    "llama3_1-8b-interactive": (500, 30),
+    "llama3_1-405b": (6000, 175),
+    "llama3_1-405b-interactive": (4500, 80),
+    "mixtral-8x7b": (2000, 200),
+    "deepseek-r1": (2000, 80),
+    "deepseek-r1-interactive": (1500, 15),
+}
+DETAIL_PREFIX = ":::MLLOG "
+FIXED_SCHEDULE_SEED = 12345
+
+
+@dataclass(frozen=True)
+class ValidationSpec:
+    """One LoadGen run."""
+
+    scenario: Scenario
+    target_qps: float = 1.0
+    ttft_ms: float = 2000.0
+    tpot_ms: float = 100.0
+    min_duration_s: float = 10.0
+    min_queries: int = 64
+    max_in_flight: int = 64
+    samples: int = 64
+    seed: int = FIXED_SCHEDULE_SEED
+
+
+@dataclass
+class ValidationResult:
+    """LoadGen's verdict and numbers, plus our client-side view of the same requests."""
+
+    spec: ValidationSpec
+    detail: dict[str, Any]
+    samples: list[StreamSample] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        """LoadGen's ``result_validity``."""
+        return self.detail.get("result_validity") == "VALID"
+
+    def reasons(self) -> list[str]:
+        """Why LoadGen said INVALID, and what a valid run would need."""
+        detail = self.detail
+        reasons: list[str] = []
+        if detail.get("result_min_duration_met") is False:
+            reasons.append("minimum duration not met")
+        if detail.get("result_min_queries_met") is False:
+            reasons.append("minimum query count not met")
+        if detail.get("result_perf_constraints_met") is False:
+            reasons.append(
+                "latency constraints not met (TTFT/TPOT p99 over the bound): lower the rate"
+            )
+        for key in ("result_invalid_reason", "early_stopping_result", "early_stopping_ttft_result",
+                    "early_stopping_tpot_result"):  # fmt: skip
+            text = " ".join(str(detail.get(key) or "").replace("*", " ").split())
+            if text and (
+                key == "result_invalid_reason" or detail.get("early_stopping_met") is False
+            ):
+                reasons.append(text)
+        return reasons
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``probe validate --json`` object."""
+        detail = self.detail
+
+        def ms(key: str) -> float | None:
+            value = detail.get(key)
+            return value / 1e6 if isinstance(value, int | float) else None
+
+        ok = [s for s in self.samples if s.ok]
+        offline = self.spec.scenario == "Offline"
+        return {
+            "scenario": self.spec.scenario,
+            "spec": asdict(self.spec),
+            "result": "VALID" if self.valid else "INVALID",
+            "reasons": self.reasons(),
+            "latency_evidence": not offline,
+            "note": (
+                "Offline measures throughput only; it is not evidence of online latency (P6.6)"
+                if offline
+                else None
+            ),
+            "loadgen": {
+                "query_count": detail.get("result_query_count"),
+                # Offline latencies measure a batch drained at once: never shown as latency.
+                "latency_p90_ms": None if offline else ms("result_90.00_percentile_latency_ns"),
+                "latency_p99_ms": None if offline else ms("result_99.00_percentile_latency_ns"),
+                "early_stopping_p90_ms": ms("early_stopping_latency_ss"),
+                "ttft_p99_ms": ms("result_first_token_99.00_percentile_latency_ns"),
+                "tpot_p99_ms": ms("result_time_per_output_token_99.00_percentile_ns"),
+                "completed_samples_per_s": detail.get("result_completed_samples_per_sec")
+                or detail.get("result_samples_per_second"),
+                "tokens_per_s": detail.get("result_completed_tokens_per_second")
+                or detail.get("result_tokens_per_second"),
+            },
+            "client": {
+                "requests": len(self.samples),
+                "succeeded": len(ok),
+                "ttft_ms": summarize([s.ttft_ms for s in ok if s.ttft_ms is not None]),
+                "tpot_ms": summarize([s.tpot_ms for s in ok if s.tpot_ms is not None]),
+            },
+        }
+
+    def measurement_spec(self, request: RequestSpec, access_path: str) -> MeasurementSpec:
+        """The fingerprinted spec: the scenario is part of it, so scenarios never compare."""
+        return MeasurementSpec(
+            model=request.model, endpoint=request.endpoint, input_tokens=request.input_tokens,
+            output_tokens=request.max_tokens, concurrency=self.spec.max_in_flight,
+            access_path=access_path, scenario=f"{self.spec.scenario}@{self.spec.target_qps}",
+        )  # fmt: skip
+
+
+def read_detail(path: Path) -> dict[str, Any]:
+    """Key -> value of LoadGen's ``mlperf_log_detail.txt`` (the last record of a key wins)."""
+    detail: dict[str, Any] = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith(DETAIL_PREFIX):
+            try:
+                record = json.loads(line[len(DETAIL_PREFIX) :])
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and "key" in record:
+                detail[record["key"]] = record.get("value")
+    return detail
+
+
+def run_validation(
+    base_url: str,
+    request: RequestSpec,
+    spec: ValidationSpec,
+    outdir: Path,
+    headers: dict[str, str] | None = None,
+    timeout_s: float = 120.0,
+    on_sample: Callable[[StreamSample], None] | None = None,
+) -> ValidationResult:
+    """Run one LoadGen test against the server; blocks until LoadGen finishes."""
+    try:
+        import mlperf_loadgen as lg
+    except ImportError:
+        raise WizardError(
+            "MLPerf LoadGen is not installed: pip install mlcommons-loadgen"
+        ) from None
+    outdir.mkdir(parents=True, exist_ok=True)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    limits = httpx.Limits(max_connections=spec.max_in_flight)
+    client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(timeout_s, connect=10.0))
+    gate = asyncio.Semaphore(spec.max_in_flight)
+    samples: list[StreamSample] = []
+
+    async def serve(query_id: int) -> None:
+        async with gate:
+            sample = await measure_stream(
+                client, base_url, request, headers,
+                on_first_output=lambda: lg.FirstTokenComplete([lg.QuerySampleResponse(query_id, 0, 0)]),
+            )  # fmt: skip
+        samples.append(sample)
+        if on_sample is not None:
+            on_sample(sample)
+        if not sample.output_times_ns:
+            # LoadGen needs a first token for every query in token mode; a failed query gets one
+            # at completion time so the run still ends (the failure is in our samples).
+            lg.FirstTokenComplete([lg.QuerySampleResponse(query_id, 0, 0)])
+        tokens = max(sample.output_tokens, 2)  # LoadGen logs n_tokens <= 1 as an error
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(query_id, 0, 0, tokens)])
+
+    def issue_queries(queries: list[Any]) -> None:
+        for query in queries:
+            asyncio.run_coroutine_threadsafe(serve(query.id), loop)
+
+    sut = lg.ConstructSUT(issue_queries, lambda: None)
+    qsl = lg.ConstructQSL(spec.samples, spec.samples, lambda _: None, lambda _: None)
+    settings = _settings(lg, spec)
+    log_settings = lg.LogSettings()
+    log_settings.log_output.outdir = str(outdir)
+    log_settings.enable_trace = False
+    try:
+        lg.StartTestWithLogSettings(sut, qsl, settings, log_settings)
+    finally:
+        lg.DestroyQSL(qsl)
+        lg.DestroySUT(sut)
+        asyncio.run_coroutine_threadsafe(client.aclose(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+    detail_file = outdir / "mlperf_log_detail.txt"
+    if not detail_file.exists():
+        raise WizardError(f"LoadGen wrote no {detail_file}")
+    return ValidationResult(spec, read_detail(detail_file), samples)
+
+
+def _settings(lg: Any, spec: ValidationSpec) -> Any:
+    settings = lg.TestSettings()
+    settings.scenario = getattr(lg.TestScenario, spec.scenario)
+    settings.mode = lg.TestMode.PerformanceOnly
+    settings.min_duration_ms = int(spec.min_duration_s * 1000)
+    settings.min_query_count = spec.min_queries
+    settings.schedule_rng_seed = spec.seed
+    # Token latencies (TTFT/TPOT) are what the Server scenario constrains; SingleStream's metric is
+    # the early-stopping estimate of whole-query latency, and Offline is throughput only.
+    settings.use_token_latencies = spec.scenario == "Server"
+    if spec.scenario == "Server":
+        settings.server_target_qps = spec.target_qps
+        settings.ttft_latency = int(spec.ttft_ms * 1_000_000)
+        settings.tpot_latency = int(spec.tpot_ms * 1_000_000)
+    elif spec.scenario == "Offline":
+        settings.offline_expected_qps = spec.target_qps
+    return settings
+
+
+def find_peak_qps(
+    run: Callable[[float], ValidationResult], low: float, high: float, max_runs: int
+) -> tuple[float | None, list[ValidationResult]]:
+    """Bisect the Server rate: the highest tried rate whose run was VALID, within ``max_runs``."""
+    best: float | None = None
+    results: list[ValidationResult] = []
+    for _ in range(max_runs):
+        rate = (low + high) / 2 if best is not None or results else high
+        result = run(rate)
+        results.append(result)
+        if result.valid:
+            best, low = rate, rate
+        else:
+            high = rate
+        if high - low < 0.05 * high:
+            break
+    return best, results
