@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SimProcess, wizard_command
+from wizard.probes.stream import RequestSpec
 from wizard.probes.validate import (
     ValidationResult,
     ValidationSpec,
@@ -17,7 +19,6 @@ from wizard.probes.validate import (
     read_detail,
     run_validation,
 )
-from wizard.probes.stream import RequestSpec
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 REQUEST = RequestSpec(model=MODEL, input_tokens=8, max_tokens=4)
@@ -45,7 +46,7 @@ def test_server_schedule_is_identical_for_the_same_seed(
     gaps = []
     for run in runs:
         sends = sorted(s.send_ns for s in run.samples)
-        gaps.append([(b - a) / 1e6 for a, b in zip(sends, sends[1:], strict=False)])
+        gaps.append([(b - a) / 1e6 for a, b in itertools.pairwise(sends)])
     count = min(len(g) for g in gaps)
     assert count >= 25
     differences = [abs(a - b) for a, b in zip(gaps[0][:count], gaps[1][:count], strict=True)]
