@@ -76,7 +76,7 @@ def load_view(report: dict[str, Any]) -> Group:
     else:
         parts.append(
             Text(
-                f"client self-check ok: loop lag p99 {client['loop_lag_p99_ms']:.1f} ms, "
+                f"client self-check ok: loop lag p90 {client['loop_lag_p90_ms']:.1f} ms, "
                 f"CPU {client['cpu_fraction']:.0%} of a core"
             )
         )

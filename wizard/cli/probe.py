@@ -152,9 +152,9 @@ def _print(
 
 def run_stream(args: argparse.Namespace) -> int:
     """Run the stream probe and print the report."""
-    import asyncio
     import dataclasses
 
+    from wizard import aio
     from wizard.auth import api_key_from_env, auth_headers
     from wizard.probes.stream import measure_stream, stream_report
     from wizard.render import stream_table
@@ -168,7 +168,7 @@ def run_stream(args: argparse.Namespace) -> int:
             await measure_stream(client, args.target, spec, headers) for _ in range(args.repeat)
         ]
 
-    spec, samples = asyncio.run(_with_client(args, headers, measure))
+    spec, samples = aio.run(_with_client(args, headers, measure))
     report = {"target": args.target, "spec": dataclasses.asdict(spec), **stream_report(samples)}
     _print(report, args, api_key, stream_table(report) if not args.json else None)
     return 0 if report["summary"]["succeeded"] else 1
@@ -176,10 +176,10 @@ def run_stream(args: argparse.Namespace) -> int:
 
 def run_load_command(args: argparse.Namespace) -> int:
     """Run closed-loop load with live progress and print the report."""
-    import asyncio
     import dataclasses
     import sys
 
+    from wizard import aio
     from wizard.auth import api_key_from_env, auth_headers
     from wizard.probes.load import run_load
     from wizard.render import LoadProgressView, load_view
@@ -208,7 +208,7 @@ def run_load_command(args: argparse.Namespace) -> int:
         )  # fmt: skip
 
     with view:
-        spec, result = asyncio.run(_with_client(args, headers, measure))
+        spec, result = aio.run(_with_client(args, headers, measure))
     report = {"target": args.target, "spec": dataclasses.asdict(spec), **result.to_dict()}
     _print(report, args, api_key, load_view(report) if not args.json else None)
     return 0 if report["steady"]["summary"]["succeeded"] else 1
@@ -236,10 +236,10 @@ async def _with_client(
 
 def run_validate(args: argparse.Namespace) -> int:
     """Run LoadGen (optionally a bounded peak search) and print VALID/INVALID with the reasons."""
-    import asyncio
     import time
     from pathlib import Path
 
+    from wizard import aio
     from wizard.auth import api_key_from_env, auth_headers
     from wizard.errors import UsageError
     from wizard.probes.validate import PRESETS, ValidationSpec, find_peak_qps, run_validation
@@ -263,7 +263,7 @@ def run_validate(args: argparse.Namespace) -> int:
     async def resolve(client: Any, spec: Any) -> Any:
         return spec
 
-    request, _ = asyncio.run(_with_client(args, headers, resolve))
+    request, _ = aio.run(_with_client(args, headers, resolve))
     outdir = Path(args.outdir) / time.strftime("%Y%m%dT%H%M%S")
 
     def run(qps: float) -> Any:

@@ -21,7 +21,8 @@ from wizard.measure import Measurement, MeasurementSpec, percentile
 from wizard.probes.stream import RequestSpec, StreamSample, measure_stream, stream_report
 
 LAG_PROBE_INTERVAL_S = 0.01
-SATURATED_LAG_P99_MS = 5.0
+# Sustained lag, not a spike: the p99 is dominated by the burst of connection set-ups at the start.
+SATURATED_LAG_P90_MS = 5.0
 SATURATED_CPU_FRACTION = 0.9
 
 
@@ -29,6 +30,7 @@ SATURATED_CPU_FRACTION = 0.9
 class ClientHealth:
     """What the client saw of itself during the run."""
 
+    loop_lag_p90_ms: float
     loop_lag_p99_ms: float
     loop_lag_max_ms: float
     cpu_fraction: float  # CPU seconds used per wall second (1.0 = one core busy)
@@ -37,7 +39,7 @@ class ClientHealth:
     def saturated(self) -> bool:
         """True when the client itself was too busy for its timestamps to be trusted."""
         return (
-            self.loop_lag_p99_ms > SATURATED_LAG_P99_MS
+            self.loop_lag_p90_ms > SATURATED_LAG_P90_MS
             or self.cpu_fraction > SATURATED_CPU_FRACTION
         )
 
@@ -46,10 +48,11 @@ class ClientHealth:
         reason = None
         if self.saturated:
             reason = (
-                f"client event-loop lag p99 {self.loop_lag_p99_ms:.1f} ms, "
+                f"client event-loop lag p90 {self.loop_lag_p90_ms:.1f} ms, "
                 f"CPU {self.cpu_fraction:.0%} of a core: its timings overstate latency"
             )
         return {
+            "loop_lag_p90_ms": self.loop_lag_p90_ms,
             "loop_lag_p99_ms": self.loop_lag_p99_ms,
             "loop_lag_max_ms": self.loop_lag_max_ms,
             "cpu_fraction": self.cpu_fraction,
@@ -184,6 +187,7 @@ async def run_load(
         cpu = sum(process.cpu_times()[:2]) - cpu_before
     samples.sort(key=lambda s: s.send_ns)
     health = ClientHealth(
+        loop_lag_p90_ms=percentile(watch.lags_ms, 90) or 0.0,
         loop_lag_p99_ms=percentile(watch.lags_ms, 99) or 0.0,
         loop_lag_max_ms=max(watch.lags_ms, default=0.0),
         cpu_fraction=cpu / wall if wall else 0.0,

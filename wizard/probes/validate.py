@@ -177,7 +177,7 @@ def run_validation(
             "MLPerf LoadGen is not installed: pip install mlcommons-loadgen"
         ) from None
     outdir.mkdir(parents=True, exist_ok=True)
-    loop = asyncio.new_event_loop()
+    loop = _new_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     limits = httpx.Limits(max_connections=spec.max_in_flight)
@@ -224,6 +224,14 @@ def run_validation(
     if not detail_file.exists():
         raise WizardError(f"LoadGen wrote no {detail_file}")
     return ValidationResult(spec, read_detail(detail_file), samples)
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
 
 
 def _settings(lg: Any, spec: ValidationSpec) -> Any:
