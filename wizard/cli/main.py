@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from wizard import __version__
-from wizard.cli import probe, sim
+from wizard.cli import probe, run, sim
 from wizard.errors import WizardError
 
-SUBCOMMANDS = (sim, probe)
+SUBCOMMANDS = (run, sim, probe)
 
 
 def build_parser() -> argparse.ArgumentParser:

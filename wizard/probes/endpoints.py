@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import httpx
 
 from wizard.errors import WizardError
@@ -27,3 +30,86 @@ async def served_model(client: httpx.AsyncClient, base_url: str, headers: dict[s
         return str(response.json()["data"][0]["id"])
     except (ValueError, KeyError, IndexError, TypeError):
         raise WizardError(f"{url} did not return an OpenAI model list") from None
+
+
+async def _status(
+    client: httpx.AsyncClient, method: str, url: str, **kwargs: Any
+) -> tuple[int | None, str]:
+    try:
+        response = await client.request(method, url, **kwargs)
+    except httpx.HTTPError as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    return response.status_code, response.text[:2000]
+
+
+def _message(body: str) -> str:
+    try:
+        payload = json.loads(body)
+    except json.JSONDecodeError:
+        return body.strip()[:200]
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(error, dict):
+        return str(error.get("message", ""))
+    return str(error or body)[:200]
+
+
+async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Walk probe: health, version, models, auth, and whether completions and chat answer."""
+    base = ctx.target.rstrip("/")
+    async with httpx.AsyncClient(timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)) as client:
+        health, _ = await _status(client, "GET", base + "/health")
+        version_status, version_body = await _status(client, "GET", base + "/version")
+        models_status, models_body = await _status(
+            client, "GET", base + "/v1/models", headers=ctx.headers
+        )
+        facts: dict[str, Any] = {
+            "reachable": health is not None,
+            "health_status": health,
+            "version": _json_field(version_body, "version") if version_status == 200 else None,
+            "models_status": models_status,
+            "wrong_base_path": models_status == 404,
+            "auth": _auth(models_status, bool(ctx.headers)),
+            "model": None,
+            "max_model_len": None,
+        }
+        if models_status == 200:
+            try:
+                first = json.loads(models_body)["data"][0]
+                facts["model"], facts["max_model_len"] = first.get("id"), first.get("max_model_len")
+            except (ValueError, KeyError, IndexError, TypeError):
+                facts["models_status"] = "not an OpenAI model list"
+        if facts["model"]:
+            ctx.model = ctx.model or facts["model"]
+            ctx.max_model_len = ctx.max_model_len or facts["max_model_len"]
+            for api, path, body in (
+                ("completions", "/v1/completions", {"prompt": "ping", "max_tokens": 1}),
+                ("chat", "/v1/chat/completions", {"messages": [{"role": "user", "content": "ping"}], "max_tokens": 1}),
+            ):  # fmt: skip
+                status, text = await _status(
+                    client,
+                    "POST",
+                    base + path,
+                    json={"model": facts["model"], **body},
+                    headers=ctx.headers,
+                )
+                facts[f"{api}_status"] = status
+                facts[f"{api}_ok"] = status == 200
+                facts[f"{api}_error"] = None if status == 200 else _message(text)
+            facts["chat_template_missing"] = "chat template" in (facts.get("chat_error") or "")
+    return facts
+
+
+def _json_field(body: str, key: str) -> Any:
+    try:
+        payload = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    return payload.get(key) if isinstance(payload, dict) else None
+
+
+def _auth(models_status: int | None, key_sent: bool) -> str:
+    if models_status == 401:
+        return "rejected" if key_sent else "required"
+    if models_status == 200:
+        return "ok" if key_sent else "none"
+    return "unknown"

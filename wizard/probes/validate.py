@@ -270,3 +270,30 @@ def find_peak_qps(
         if high - low < 0.05 * high:
             break
     return best, results
+
+
+async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Walk probe: a short LoadGen run (SingleStream unless told otherwise)."""
+    import tempfile
+
+    request = RequestSpec(
+        model=ctx.model or "", endpoint=params.get("endpoint", "completions"),
+        input_tokens=int(params.get("input_tokens", 64)), max_tokens=int(params.get("max_tokens", 64)),
+    )  # fmt: skip
+    spec = ValidationSpec(
+        scenario=params.get("scenario", "SingleStream"), target_qps=float(params.get("qps", 1.0)),
+        min_duration_s=float(params.get("min_duration_s", 5.0)),
+        min_queries=int(params.get("min_queries", 64)),
+    )  # fmt: skip
+    outdir = Path(params.get("outdir") or tempfile.mkdtemp(prefix="latency-wizard-loadgen-"))
+    result = await asyncio.to_thread(
+        run_validation,
+        ctx.url_for(params.get("path", "direct")),
+        request,
+        spec,
+        outdir,
+        ctx.headers,
+    )
+    report = result.to_dict()
+    report["outdir"] = str(outdir)
+    return report

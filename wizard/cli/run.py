@@ -1,0 +1,197 @@
+"""``latency-wizard run`` and ``resume``: walk the playbook against a server, one change at a time."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+RUN_DESCRIPTION = """\
+Walk the diagnosis (baseline, entry point, resources/KV cache/scheduling, parallelism/start-up,
+nginx, validation, closing audit) against a vLLM server, optionally behind a proxy. Every step says
+why it matters, what was measured and what it means; a finding proposes ONE change, and after it is
+applied the wizard measures again with the same spec and compares with the baseline.
+
+Who answers: a person at the terminal (default), --answers FILE (YAML keyed by question id and
+finding code), or --auto (evidence and defaults, never prompts, applies nothing it does not own).
+The transcript (append-only, hash-chained, 0600) is written as the walk goes; Ctrl-C keeps it and
+prints how to resume. The API key is read from $VLLM_API_KEY (then $OPENAI_API_KEY), never a flag.
+
+Exit status: 0 when the walk completed (findings or not), 1 when it could not, 2 on usage errors."""
+EPILOG = """\
+examples:
+  latency-wizard run --target http://127.0.0.1:8000
+  latency-wizard run --target http://vllm:8000 --proxy https://llm.example.com --auto
+  latency-wizard resume transcripts/20261202T101500Z-vllm-8000.ndjson --auto"""
+
+
+def register(subparsers: Any) -> None:
+    """Add ``run`` and ``resume``."""
+    run = subparsers.add_parser(
+        "run", help="walk the diagnosis against a server", description=RUN_DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    run.add_argument("--target", required=True, help="base URL of vLLM, e.g. http://127.0.0.1:8000")
+    run.add_argument("--proxy", help="base URL of the same service through the proxy (nginx)")
+    run.add_argument(
+        "--transcript",
+        help="where to write the transcript (default: transcripts/<time>-<target>.ndjson)",
+    )
+    run.add_argument(
+        "--playbook", help="playbook YAML (default: the built-in vllm-latency playbook)"
+    )
+    run.add_argument(
+        "--timeout", type=float, default=60.0, help="read timeout per request in seconds"
+    )
+    run.add_argument("--api-key-env", help="environment variable holding the API key")
+    _operator_arguments(run)
+    run.set_defaults(handler=run_command)
+    resume = subparsers.add_parser(
+        "resume", help="continue a walk that was interrupted",
+        description="Continue a session from its transcript (verified first) at the step it stopped in.",
+    )  # fmt: skip
+    resume.add_argument("transcript", help="the transcript of the interrupted session")
+    resume.add_argument("--api-key-env", help="environment variable holding the API key")
+    resume.add_argument(
+        "--timeout", type=float, default=60.0, help="read timeout per request in seconds"
+    )
+    _operator_arguments(resume)
+    resume.set_defaults(handler=resume_command)
+
+
+def _operator_arguments(parser: argparse.ArgumentParser) -> None:
+    who = parser.add_mutually_exclusive_group()
+    who.add_argument("--auto", action="store_true", help="never prompt: evidence and defaults")
+    who.add_argument("--answers", help="YAML file of answers keyed by question id / finding code")
+    parser.add_argument(
+        "--lang", choices=["en", "zh"], help="language of the walk (default: from $LANG)"
+    )
+
+
+def default_language() -> str:
+    """zh when the locale says Chinese, else en."""
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(name, "")
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    return "en"
+
+
+def choose_operator(args: argparse.Namespace, playbook: Any, applier: Any = None) -> Any:
+    """The operator the flags ask for; without a TTY one of --auto/--answers is required."""
+    from wizard.errors import UsageError
+    from wizard.operator import AutoOperator, InteractiveOperator, ScriptedOperator
+
+    if args.auto:
+        return AutoOperator(applier)
+    if args.answers:
+        return ScriptedOperator.from_file(Path(args.answers), playbook, applier)
+    if not sys.stdin.isatty():
+        raise UsageError("no terminal to ask questions on: pass --auto or --answers FILE")
+    return InteractiveOperator(applier)
+
+
+def default_transcript_path(target: str) -> Path:
+    """``transcripts/<UTC time>-<host-port>.ndjson``."""
+    import datetime
+    import re
+
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    host = re.sub(r"[^A-Za-z0-9.-]+", "-", target.split("://", 1)[-1]).strip("-")
+    return Path("transcripts") / f"{stamp}-{host}.ndjson"
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Start a new walk."""
+    from wizard import playbook as playbook_module
+    from wizard.auth import api_key_from_env
+    from wizard.errors import UsageError
+    from wizard.transcript import Redactor
+
+    for url in filter(None, (args.target, args.proxy)):
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(f"{url!r} is not an http(s) URL")
+    book = playbook_module.load(args.playbook or playbook_module.DEFAULT_PLAYBOOK)
+    operator = choose_operator(args, book)
+    api_key = api_key_from_env(args.api_key_env)
+    path = Path(args.transcript) if args.transcript else default_transcript_path(args.target)
+    header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
+              "target": args.target, "proxy": args.proxy, "lang": args.lang or default_language()}  # fmt: skip
+    writer = _create(path, header, Redactor([api_key]))
+    return execute(book, writer, operator, args, api_key, header, events=[])
+
+
+def _create(path: Path, header: dict[str, Any], redactor: Any) -> Any:
+    from wizard.errors import UsageError
+    from wizard.transcript import TranscriptWriter
+
+    try:
+        return TranscriptWriter.create(path, header, redactor)
+    except PermissionError:
+        raise UsageError(f"cannot write the transcript at {path}: permission denied") from None
+    except OSError as exc:
+        raise UsageError(f"cannot write the transcript at {path}: {exc.strerror}") from None
+
+
+def resume_command(args: argparse.Namespace) -> int:
+    """Continue an interrupted walk from its transcript."""
+    from wizard import playbook as playbook_module
+    from wizard import transcript
+    from wizard.auth import api_key_from_env
+    from wizard.errors import UsageError
+
+    loaded = transcript.load(args.transcript)
+    if loaded.complete:
+        raise UsageError(
+            f"{args.transcript} is a completed session; see it with 'latency-wizard replay'"
+        )
+    header = loaded.header
+    book = playbook_module.load(header.get("playbook_path") or playbook_module.DEFAULT_PLAYBOOK)
+    if book.sha256 != header["playbook_sha256"]:
+        raise UsageError(
+            "the playbook changed since this session started; it cannot be resumed safely"
+        )
+    operator = choose_operator(args, book)
+    api_key = api_key_from_env(args.api_key_env)
+    writer = transcript.TranscriptWriter.resume(loaded, transcript.Redactor([api_key]))
+    args.lang = args.lang or header.get("lang")
+    return execute(book, writer, operator, args, api_key, header, events=loaded.events)
+
+
+def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_key: str | None,
+            header: dict[str, Any], events: list[dict[str, Any]], ctx: Any = None) -> int:  # fmt: skip
+    """Walk (or continue) with live rendering; keep the transcript on Ctrl-C and say how to resume."""
+    from wizard import aio
+    from wizard.auth import auth_headers
+    from wizard.engine import Session, restore, walk
+    from wizard.probes.runner import ProbeContext
+    from wizard.render import console
+    from wizard.render_events import render_event
+
+    lang = args.lang or header.get("lang") or default_language()
+    screen = console()
+
+    def show(event: dict[str, Any]) -> None:
+        renderable = render_event(event, lang)
+        if renderable is not None:
+            screen.print(renderable)
+
+    context = ctx or ProbeContext(target=header["target"], proxy=header.get("proxy"),
+                                  headers=auth_headers(api_key), timeout_s=args.timeout)  # fmt: skip
+    session = Session(book, context, operator, writer, lang, show)
+    start = restore(session, events) if events else None
+    if events:
+        screen.print(f"resuming {writer.path} at '{start}'", style="bold")
+    try:
+        aio.run(walk(session, start))
+    except KeyboardInterrupt:
+        screen.print(f"\ninterrupted. The transcript so far is kept in {writer.path}")
+        screen.print(f"continue with: latency-wizard resume {writer.path}")
+        return 130
+    finally:
+        writer.close()
+    screen.print(f"transcript: {writer.path}")
+    screen.print(f"summary:    latency-wizard export {writer.path} --format md")
+    return 0

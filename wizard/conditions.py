@@ -1,0 +1,120 @@
+"""Declarative conditions over facts and answers, evaluated without eval.
+
+Grammar (YAML/JSON):
+    true | false
+    {fact: "a.b.c", <op>: operand}      ops: eq ne gt ge lt le in contains exists
+    {answer: "question_id", <op>: operand}
+    {all: [cond, ...]}  {any: [cond, ...]}  {not: cond}
+An operand is a literal or a reference ``{fact: "x.y", times: 2, plus: 10}`` or ``{answer: id, ...}``
+(times/plus optional),
+so "proxy TTFT more than twice direct TTFT" is ``{fact: proxy.ttft_p50, gt: {fact: direct.ttft_p50,
+times: 2}}``. A missing fact makes a comparison false (``exists`` tests for it explicitly).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any
+
+COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
+    "eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "ge": operator.ge,
+    "lt": operator.lt, "le": operator.le,
+    "in": lambda value, options: value in options,
+    "contains": lambda value, item: item in value,
+}  # fmt: skip
+SUBJECTS = ("fact", "answer")
+MISSING = object()
+
+
+class ConditionError(ValueError):
+    """A condition that does not follow the grammar."""
+
+
+def lookup(data: Mapping[str, Any], path: str) -> Any:
+    """``data["a"]["b"]["c"]`` for ``"a.b.c"`` (list indices allowed); MISSING when absent."""
+    current: Any = data
+    for part in path.split("."):
+        if isinstance(current, Mapping) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            return MISSING
+    return current
+
+
+def check(condition: Any) -> None:
+    """Raise ConditionError when ``condition`` does not follow the grammar."""
+    if isinstance(condition, bool):
+        return
+    if not isinstance(condition, Mapping):
+        raise ConditionError(f"a condition must be a mapping or true/false, got {condition!r}")
+    keys = set(condition)
+    if keys == {"all"} or keys == {"any"}:
+        items = next(iter(condition.values()))
+        if not isinstance(items, list) or not items:
+            raise ConditionError(f"'{next(iter(keys))}' needs a non-empty list")
+        for item in items:
+            check(item)
+        return
+    if keys == {"not"}:
+        check(condition["not"])
+        return
+    subjects = keys & set(SUBJECTS)
+    ops = keys - set(SUBJECTS)
+    if len(subjects) != 1 or len(ops) != 1:
+        raise ConditionError(
+            f"expected one of fact/answer and one operator, got keys {sorted(keys)}"
+        )
+    op = next(iter(ops))
+    if op != "exists" and op not in COMPARISONS:
+        raise ConditionError(f"unknown operator '{op}' (use {', '.join([*COMPARISONS, 'exists'])})")
+    operand = condition[op]
+    if isinstance(operand, Mapping) and (
+        len(set(operand) & set(SUBJECTS)) != 1 or not set(operand) <= {*SUBJECTS, "times", "plus"}
+    ):
+        raise ConditionError(
+            f"an operand reference takes fact or answer, times, plus; got {sorted(operand)}"
+        )
+
+
+def evaluate(condition: Any, facts: Mapping[str, Any], answers: Mapping[str, Any]) -> bool:
+    """True when ``condition`` holds."""
+    if isinstance(condition, bool):
+        return condition
+    if "all" in condition:
+        return all(evaluate(c, facts, answers) for c in condition["all"])
+    if "any" in condition:
+        return any(evaluate(c, facts, answers) for c in condition["any"])
+    if "not" in condition:
+        return not evaluate(condition["not"], facts, answers)
+    subject = "fact" if "fact" in condition else "answer"
+    value = (
+        lookup(facts, condition["fact"])
+        if subject == "fact"
+        else answers.get(condition["answer"], MISSING)
+    )
+    op = next(key for key in condition if key not in SUBJECTS)
+    if op == "exists":
+        return (value is not MISSING and value is not None) == bool(condition[op])
+    operand = _operand(condition[op], facts, answers)
+    if value is MISSING or value is None or operand is MISSING or operand is None:
+        return False
+    try:
+        return bool(COMPARISONS[op](value, operand))
+    except TypeError:
+        return False
+
+
+def _operand(operand: Any, facts: Mapping[str, Any], answers: Mapping[str, Any]) -> Any:
+    if not isinstance(operand, Mapping):
+        return operand
+    value = (
+        lookup(facts, operand["fact"])
+        if "fact" in operand
+        else answers.get(operand["answer"], MISSING)
+    )
+    if value is MISSING or value is None:
+        return MISSING
+    return value * operand.get("times", 1) + operand.get("plus", 0)

@@ -1,0 +1,218 @@
+"""Who answers the walk's questions and decides on proposed changes.
+
+- ``AutoOperator`` (``--auto``): never prompts; takes defaults and applies a change only through an
+  applier that can do it safely (the demo restarts its own simulator or nginx).
+- ``ScriptedOperator`` (``--answers FILE``): YAML keyed by question id, plus decisions keyed by
+  finding code; an id the playbook does not know is an error.
+- ``InteractiveOperator``: questionary prompts through ``unsafe_ask`` so Ctrl-C reaches us and the
+  partial transcript is kept.
+The engine knows none of them by name; it calls ``ask`` and ``decide``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from wizard.errors import UsageError
+from wizard.playbook import Finding, Playbook, Question
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the operator did about a proposed change."""
+
+    applied: bool
+    layer: str = ""
+    parameter: str = ""
+    before: str | None = None
+    after: str | None = None
+    note: str = ""
+    restarted: bool = False  # the server restarted: the next measurement starts cold
+
+
+class Applier(Protocol):
+    """Applies a change to a system the wizard owns (the demo's simulator or nginx)."""
+
+    def can_apply(self, change: dict[str, Any]) -> bool: ...
+
+    def apply(self, change: dict[str, Any]) -> Decision: ...
+
+
+class Operator(Protocol):
+    def ask(self, question: Question, default: Any, lang: str) -> Any: ...
+
+    def decide(self, finding: Finding, lang: str) -> Decision: ...
+
+
+def coerce(question: Question, value: Any) -> Any:
+    """Check and convert an answer to the question's type; raise UsageError when it does not fit."""
+    if question.type == "number":
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise UsageError(f"answer to '{question.id}' must be a number, got {value!r}") from None
+        return int(number) if number.is_integer() else number
+    if question.type == "confirm":
+        if isinstance(value, bool):
+            return value
+        if str(value).lower() in ("yes", "y", "true", "1"):
+            return True
+        if str(value).lower() in ("no", "n", "false", "0"):
+            return False
+        raise UsageError(f"answer to '{question.id}' must be yes or no, got {value!r}")
+    if question.type == "select" and str(value) not in question.choices:
+        raise UsageError(
+            f"answer to '{question.id}' must be one of {', '.join(question.choices)}, got {value!r}"
+        )
+    return value if question.type != "text" else str(value)
+
+
+class AutoOperator:
+    """Evidence and defaults only; never prompts."""
+
+    def __init__(self, applier: Applier | None = None) -> None:
+        self.applier = applier
+
+    def ask(self, question: Question, default: Any, lang: str) -> Any:
+        return default
+
+    def decide(self, finding: Finding, lang: str) -> Decision:
+        change = finding.change
+        if change is None:
+            return Decision(applied=False, note="no change proposed")
+        if self.applier is not None and self.applier.can_apply(change):
+            return self.applier.apply(change)
+        return Decision(
+            applied=False,
+            note="auto mode proposes changes; it applies none to systems it does not own",
+        )
+
+
+class ScriptedOperator:
+    """Answers and decisions from a YAML file."""
+
+    def __init__(self, answers: dict[str, Any], applier: Applier | None = None) -> None:
+        self.answers = answers
+        self.applier = applier
+
+    @classmethod
+    def from_file(
+        cls, path: Path, playbook: Playbook, applier: Applier | None = None
+    ) -> ScriptedOperator:
+        """Load and check an answers file against the playbook."""
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise UsageError(f"cannot read answers file {path}: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f":{mark.line + 1}" if mark is not None else ""
+            raise UsageError(f"{path}{where}: invalid YAML in answers file") from None
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise UsageError(
+                f"{path}: an answers file maps question ids (and finding codes) to answers"
+            )
+        questions = {q.id: q for node in playbook.nodes.values() for q in node.ask}
+        for key, value in data.items():
+            if key in playbook.findings:
+                if value not in ("apply", "skip") and not isinstance(value, dict):
+                    raise UsageError(
+                        f"{path}: {key}: a change decision is 'apply', 'skip' or a mapping"
+                    )
+            elif key in questions:
+                coerce(questions[key], value)
+            else:
+                raise UsageError(f"{path}: unknown question id or finding code '{key}'")
+        return cls(data, applier)
+
+    def ask(self, question: Question, default: Any, lang: str) -> Any:
+        return self.answers.get(question.id, default)
+
+    def decide(self, finding: Finding, lang: str) -> Decision:
+        choice = self.answers.get(finding.code, "skip")
+        change = finding.change or {}
+        if choice == "skip" or not change:
+            return Decision(applied=False, note="skipped by the answers file")
+        if choice == "apply" and self.applier is not None and self.applier.can_apply(change):
+            return self.applier.apply(change)
+        if isinstance(choice, dict):
+            return Decision(
+                applied=True, layer=str(choice.get("layer", change.get("layer", ""))),
+                parameter=str(choice.get("parameter", change.get("parameter", ""))),
+                before=_str(choice.get("before")), after=_str(choice.get("after")),
+                note="applied by the operator (answers file)",
+                restarted=bool(choice.get("restarted", False)),
+            )  # fmt: skip
+        return Decision(applied=False, note="nothing here can apply this change")
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+class InteractiveOperator:
+    """Prompts on the terminal (questionary, via unsafe_ask so Ctrl-C is ours)."""
+
+    def __init__(self, applier: Applier | None = None) -> None:
+        self.applier = applier
+
+    def ask(self, question: Question, default: Any, lang: str) -> Any:
+        import questionary
+
+        text = question.text.get(lang) or question.text["en"]
+        if question.type == "confirm":
+            return questionary.confirm(text, default=bool(default)).unsafe_ask()
+        if question.type == "select":
+            return questionary.select(
+                text, choices=list(question.choices), default=default
+            ).unsafe_ask()
+        while True:
+            raw = questionary.text(
+                text, default="" if default is None else str(default)
+            ).unsafe_ask()
+            try:
+                return coerce(question, raw)
+            except UsageError as exc:
+                print(exc)
+
+    def decide(self, finding: Finding, lang: str) -> Decision:
+        import questionary
+
+        change = finding.change
+        if change is None:
+            return Decision(applied=False, note="no change proposed")
+        can_auto = self.applier is not None and self.applier.can_apply(change)
+        choices = (
+            ["apply it for me", "I applied it myself", "skip"]
+            if can_auto
+            else ["I applied it myself", "skip"]
+        )
+        prompt = (
+            f"{finding.code}: apply `{change['apply']}` ({change['layer']} {change['parameter']})?"
+        )
+        action = questionary.select(prompt, choices=choices).unsafe_ask()
+        if action == "skip":
+            return Decision(applied=False, note="skipped by the operator")
+        if action == "apply it for me" and self.applier is not None:
+            return self.applier.apply(change)
+        parameter = questionary.text(
+            "Which ONE parameter did you change?", default=str(change["parameter"])
+        ).unsafe_ask()
+        before = questionary.text(
+            "Its value before:", default=str(change.get("before", ""))
+        ).unsafe_ask()
+        after = questionary.text(
+            "Its value now:", default=str(change.get("after", ""))
+        ).unsafe_ask()
+        restarted = questionary.confirm(
+            "Did the server restart (the next requests are cold)?",
+            default=change["layer"] == "vllm",
+        ).unsafe_ask()
+        return Decision(applied=True, layer=str(change["layer"]), parameter=parameter, before=before,
+                        after=after, note="applied by the operator", restarted=restarted)  # fmt: skip

@@ -1,0 +1,381 @@
+"""The playbook: the procedure as data, loaded into a networkx graph and validated.
+
+A playbook YAML has ``id``, ``version``, ordered ``stages``, ``start``, ``nodes`` and ``findings``
+(docs/playbook.md describes every field). ``load`` returns a ``Playbook`` or raises
+``PlaybookError`` listing every problem as ``file:line: message``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from wizard import conditions
+from wizard.errors import WizardError
+from wizard.probes.registry import PROBES
+from wizard.vocabulary import CAUSES, LANGUAGES, LAYERS, PROCEDURE_ITEMS, SEVERITIES
+from wizard.yamlines import Path_, YamlError, line_of, load_with_lines
+
+END = "end"
+CODE = re.compile(r"^LAT\d{3}$")
+QUESTION_TYPES = ("text", "number", "select", "confirm")
+DEFAULT_PLAYBOOK = Path(__file__).resolve().parent.parent / "playbook" / "vllm-latency.yaml"
+
+Text = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    type: str
+    text: Text
+    choices: tuple[str, ...] = ()
+    default: Any = None
+    default_fact: str | None = None
+    when: Any = True
+
+
+@dataclass(frozen=True)
+class ProbeCall:
+    name: str
+    as_: str
+    params: dict[str, Any]
+    when: Any = True
+
+
+@dataclass(frozen=True)
+class Rule:
+    when: Any
+    finding: str
+
+
+@dataclass(frozen=True)
+class Edge:
+    to: str
+    when: Any = True
+    loop: bool = False
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    stage: str
+    title: Text
+    explain: Text
+    covers: tuple[str, ...]
+    measure: bool = False
+    ask: tuple[Question, ...] = ()
+    probes: tuple[ProbeCall, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    next: tuple[Edge, ...] = ()
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    cause: str
+    severity: str
+    title: Text
+    advice: Text
+    evidence: str
+    change: dict[str, Any] | None
+    docs: tuple[str, ...]
+
+
+@dataclass
+class Playbook:
+    id: str
+    version: int
+    stages: tuple[str, ...]
+    start: str
+    nodes: dict[str, Node]
+    findings: dict[str, Finding]
+    sha256: str
+    path: str
+    graph: nx.DiGraph[str] = field(default_factory=nx.DiGraph)
+
+
+class PlaybookError(WizardError):
+    """Every problem found in a playbook, one ``file:line: message`` per line."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+class _Collector:
+    def __init__(self, path: str, lines: dict[Path_, int]) -> None:
+        self.path = path
+        self.lines = lines
+        self.problems: list[str] = []
+
+    def add(self, where: Path_, message: str) -> None:
+        line = line_of(self.lines, where)
+        self.problems.append(f"{self.path}:{line or 1}: {message}")
+
+
+def load(path: Path | str = DEFAULT_PLAYBOOK) -> Playbook:
+    """Read, parse and validate a playbook; raise PlaybookError with every problem."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise PlaybookError([f"{path}: cannot read: {exc.strerror}"]) from None
+    try:
+        data, lines = load_with_lines(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise PlaybookError([f"{path}:1: not UTF-8 text"]) from None
+    except YamlError as exc:
+        raise PlaybookError([f"{path}:{exc.line or 1}: {exc}"]) from None
+    errors = _Collector(str(path), lines)
+    playbook = _parse(data, errors, hashlib.sha256(raw).hexdigest(), str(path))
+    if playbook is not None:
+        _validate_graph(playbook, errors)
+    if errors.problems:
+        raise PlaybookError(errors.problems)
+    assert playbook is not None
+    return playbook
+
+
+# -- parsing ----------------------------------------------------------------------------------
+
+
+def _parse(data: Any, errors: _Collector, sha256: str, path: str) -> Playbook | None:
+    if not isinstance(data, dict):
+        errors.add(
+            (), "a playbook must be a mapping with id, version, stages, start, nodes, findings"
+        )
+        return None
+    for key in ("id", "version", "stages", "start", "nodes", "findings"):
+        if key not in data:
+            errors.add((), f"missing top-level key '{key}'")
+    if errors.problems:
+        return None
+    stages = data["stages"]
+    if not isinstance(stages, list) or not all(isinstance(s, str) for s in stages) or not stages:
+        errors.add(("stages",), "stages must be a non-empty list of names")
+        stages = []
+    findings = {}
+    if isinstance(data["findings"], dict):
+        for code, body in data["findings"].items():
+            finding = _finding(code, body, ("findings", code), errors)
+            if finding is not None:
+                findings[code] = finding
+    else:
+        errors.add(("findings",), "findings must be a mapping of LAT### codes")
+    nodes = {}
+    if isinstance(data["nodes"], dict):
+        for node_id, body in data["nodes"].items():
+            node = _node(node_id, body, ("nodes", node_id), errors)
+            if node is not None:
+                nodes[node_id] = node
+    else:
+        errors.add(("nodes",), "nodes must be a mapping of node ids")
+    return Playbook(
+        id=str(data["id"]), version=int(data["version"]) if str(data["version"]).isdigit() else 0,
+        stages=tuple(stages), start=str(data["start"]), nodes=nodes, findings=findings,
+        sha256=sha256, path=path,
+    )  # fmt: skip
+
+
+def _text(value: Any, where: Path_, errors: _Collector, name: str) -> Text:
+    if not isinstance(value, dict):
+        errors.add(where, f"{name} must have en and zh texts")
+        return {}
+    for language in LANGUAGES:
+        if not isinstance(value.get(language), str) or not value[language].strip():
+            errors.add(where, f"{name} is missing its '{language}' text")
+    return {k: str(v) for k, v in value.items()}
+
+
+def _condition(value: Any, where: Path_, errors: _Collector) -> Any:
+    try:
+        conditions.check(value)
+    except conditions.ConditionError as exc:
+        errors.add(where, f"bad condition: {exc}")
+        return False
+    return value
+
+
+def _node(node_id: str, body: Any, where: Path_, errors: _Collector) -> Node | None:
+    if not isinstance(body, dict):
+        errors.add(where, f"node '{node_id}' must be a mapping")
+        return None
+    known = {"stage", "title", "explain", "covers", "measure", "ask", "probes", "rules", "next"}
+    for key in set(body) - known:
+        errors.add((*where, key), f"node '{node_id}': unknown key '{key}'")
+    for key in ("stage", "title", "explain"):
+        if key not in body:
+            errors.add(where, f"node '{node_id}': missing '{key}'")
+    covers = body.get("covers", [])
+    if not isinstance(covers, list):
+        errors.add((*where, "covers"), "covers must be a list of procedure ids")
+        covers = []
+    questions = []
+    for i, q in enumerate(body.get("ask", []) or []):
+        qwhere = (*where, "ask", i)
+        if not isinstance(q, dict) or "id" not in q or "text" not in q:
+            errors.add(qwhere, "a question needs id and text")
+            continue
+        kind = q.get("type", "text")
+        if kind not in QUESTION_TYPES:
+            errors.add(
+                (*qwhere, "type"), f"question type must be one of {', '.join(QUESTION_TYPES)}"
+            )
+        choices = tuple(str(c) for c in q.get("choices", []))
+        if kind == "select" and not choices:
+            errors.add(qwhere, f"select question '{q['id']}' needs choices")
+        questions.append(Question(
+            str(q["id"]), kind, _text(q["text"], (*qwhere, "text"), errors, f"question '{q['id']}'"),
+            choices, q.get("default"), q.get("default_fact"),
+            _condition(q.get("when", True), (*qwhere, "when"), errors),
+        ))  # fmt: skip
+    probes = []
+    for i, p in enumerate(body.get("probes", []) or []):
+        pwhere = (*where, "probes", i)
+        if not isinstance(p, dict) or "name" not in p:
+            errors.add(pwhere, "a probe call needs a name")
+            continue
+        probes.append(ProbeCall(
+            str(p["name"]), str(p.get("as", p["name"])), dict(p.get("params", {}) or {}),
+            _condition(p.get("when", True), (*pwhere, "when"), errors),
+        ))  # fmt: skip
+    rules = []
+    for i, r in enumerate(body.get("rules", []) or []):
+        rwhere = (*where, "rules", i)
+        if not isinstance(r, dict) or "when" not in r or "finding" not in r:
+            errors.add(rwhere, "a rule needs when and finding")
+            continue
+        rules.append(Rule(_condition(r["when"], (*rwhere, "when"), errors), str(r["finding"])))
+    edges = []
+    for i, e in enumerate(body.get("next", []) or []):
+        ewhere = (*where, "next", i)
+        if not isinstance(e, dict) or "to" not in e:
+            errors.add(ewhere, "an edge needs 'to'")
+            continue
+        edges.append(Edge(str(e["to"]), _condition(e.get("when", True), (*ewhere, "when"), errors),
+                          bool(e.get("loop", False))))  # fmt: skip
+    return Node(
+        id=node_id, stage=str(body.get("stage", "")),
+        title=_text(body.get("title"), (*where, "title"), errors, f"node '{node_id}' title"),
+        explain=_text(body.get("explain"), (*where, "explain"), errors, f"node '{node_id}' explain"),
+        covers=tuple(str(c) for c in covers), measure=bool(body.get("measure", False)),
+        ask=tuple(questions), probes=tuple(probes), rules=tuple(rules), next=tuple(edges),
+    )  # fmt: skip
+
+
+def _finding(code: str, body: Any, where: Path_, errors: _Collector) -> Finding | None:
+    if not CODE.match(code):
+        errors.add(where, f"finding code '{code}' must look like LAT001")
+    if not isinstance(body, dict):
+        errors.add(where, f"finding {code} must be a mapping")
+        return None
+    cause = body.get("cause")
+    if cause not in CAUSES:
+        errors.add((*where, "cause"), f"finding {code}: cause '{cause}' is not in the vocabulary")
+    severity = body.get("severity")
+    if severity not in SEVERITIES:
+        errors.add(
+            (*where, "severity"), f"finding {code}: severity must be one of {', '.join(SEVERITIES)}"
+        )
+    change = body.get("change")
+    if change is not None:
+        if not isinstance(change, dict) or not {"layer", "parameter", "apply"} <= set(change):
+            errors.add(
+                (*where, "change"), f"finding {code}: change needs layer, parameter and apply"
+            )
+        elif change["layer"] not in LAYERS:
+            errors.add(
+                (*where, "change", "layer"),
+                f"finding {code}: layer must be one of {', '.join(LAYERS)}",
+            )
+        elif isinstance(change["parameter"], list) or "," in str(change["parameter"]):
+            errors.add(
+                (*where, "change", "parameter"),
+                f"finding {code}: a change names exactly one parameter",
+            )
+    docs = body.get("docs", [])
+    if not isinstance(docs, list) or not docs:
+        errors.add((*where, "docs"), f"finding {code}: give at least one upstream doc link")
+        docs = []
+    return Finding(
+        code=code, cause=str(cause), severity=str(severity),
+        title=_text(body.get("title"), (*where, "title"), errors, f"finding {code} title"),
+        advice=_text(body.get("advice"), (*where, "advice"), errors, f"finding {code} advice"),
+        evidence=str(body.get("evidence", "")), change=change if isinstance(change, dict) else None,
+        docs=tuple(str(d) for d in docs),
+    )  # fmt: skip
+
+
+# -- graph checks ----------------------------------------------------------------------------
+
+
+def _validate_graph(playbook: Playbook, errors: _Collector) -> None:
+    graph = playbook.graph
+    stage_index = {stage: i for i, stage in enumerate(playbook.stages)}
+    graph.add_node(END)
+    for node in playbook.nodes.values():
+        where: Path_ = ("nodes", node.id)
+        graph.add_node(node.id, stage=node.stage, measure=node.measure)
+        if node.stage not in stage_index:
+            errors.add((*where, "stage"), f"node '{node.id}': unknown stage '{node.stage}'")
+        for item in node.covers:
+            if item not in PROCEDURE_ITEMS:
+                errors.add((*where, "covers"), f"node '{node.id}': unknown procedure item '{item}'")
+        for i, call in enumerate(node.probes):
+            if call.name not in PROBES:
+                errors.add(
+                    (*where, "probes", i),
+                    f"node '{node.id}': probe '{call.name}' is not registered",
+                )
+        for i, rule in enumerate(node.rules):
+            if rule.finding not in playbook.findings:
+                errors.add(
+                    (*where, "rules", i), f"node '{node.id}': finding {rule.finding} is not defined"
+                )
+        if not node.next:
+            errors.add(where, f"node '{node.id}' has no 'next' (end a walk with 'to: end')")
+        for i, edge in enumerate(node.next):
+            if edge.to != END and edge.to not in playbook.nodes:
+                errors.add(
+                    (*where, "next", i), f"node '{node.id}': edge to unknown node '{edge.to}'"
+                )
+                continue
+            graph.add_edge(node.id, edge.to, loop=edge.loop)
+            target = playbook.nodes.get(edge.to)
+            if target is None or node.stage not in stage_index or target.stage not in stage_index:
+                continue
+            backwards = stage_index[target.stage] < stage_index[node.stage]
+            if backwards and not edge.loop:
+                errors.add((*where, "next", i),
+                           f"edge {node.id} -> {edge.to} goes back from stage '{node.stage}' to "
+                           f"'{target.stage}'; declare it 'loop: true' if it is a re-measure loop")  # fmt: skip
+            if edge.loop and not target.measure:
+                errors.add((*where, "next", i),
+                           f"loop edge {node.id} -> {edge.to} must lead to a measurement node")  # fmt: skip
+    if playbook.start not in playbook.nodes:
+        errors.add(("start",), f"start node '{playbook.start}' does not exist")
+        return
+    reachable = nx.descendants(graph, playbook.start) | {playbook.start}
+    for node_id in playbook.nodes:
+        if node_id not in reachable:
+            errors.add(
+                ("nodes", node_id), f"node '{node_id}' is unreachable from '{playbook.start}'"
+            )
+        elif not nx.has_path(graph, node_id, END):
+            errors.add(("nodes", node_id), f"node '{node_id}' can never reach the end")
+    for cycle in nx.simple_cycles(graph):
+        if not any(playbook.nodes[n].measure for n in cycle if n in playbook.nodes):
+            errors.add(
+                ("nodes", cycle[0]),
+                f"cycle {' -> '.join([*cycle, cycle[0]])} has no measurement node",
+            )
+    covered = {item for node in playbook.nodes.values() for item in node.covers}
+    missing = [item for item in PROCEDURE_ITEMS if item not in covered]
+    if missing:
+        errors.add(("nodes",), f"procedure items not covered by any node: {', '.join(missing)}")

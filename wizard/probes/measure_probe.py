@@ -1,0 +1,140 @@
+"""Walk probe ``measure``: one measurement round (closed-loop load) with the server watched.
+
+While the load runs, ``/metrics`` of the direct target is scraped a few times a second so that the
+facts carry what the server saw: the most requests waiting and running, the peak KV-cache usage,
+the preemptions during the round and the server-side TTFT (which excludes proxy and network).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict
+from typing import Any
+
+import httpx
+
+from wizard.errors import WizardError
+from wizard.measure import MeasurementSpec
+from wizard.probes.endpoints import served_model
+from wizard.probes.load import run_load
+from wizard.probes.metrics import MetricsSnapshot, delta, scrape
+from wizard.probes.stream import RequestSpec
+
+WATCH_INTERVAL_S = 0.2
+DEFAULTS: dict[str, Any] = {
+    "path": "direct", "endpoint": "completions", "input_tokens": 64, "max_tokens": 64,
+    "concurrency": 4, "requests": 16, "warmup": 2,
+}  # fmt: skip
+
+
+def flat_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """``{"ttft_p50": ..., "tpot_p99": ..., "succeeded": ...}`` from a stream-report summary."""
+    flat: dict[str, Any] = {}
+    for segment in ("ttft", "tpot", "itl", "e2e"):
+        for point, value in summary[f"{segment}_ms"].items():
+            flat[f"{segment}_{point}"] = value
+    flat.update(
+        succeeded=summary["succeeded"], requests=summary["requests"], errors=summary["errors"]
+    )
+    return flat
+
+
+async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Measure one round and return its facts (the values too, so rounds can be compared later)."""
+    settings = {**DEFAULTS, **params}
+    url = ctx.url_for(settings["path"])
+    async with httpx.AsyncClient(timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)) as client:
+        model = ctx.model or await served_model(client, ctx.target, ctx.headers)
+        max_tokens = int(settings["max_tokens"])
+        input_tokens = int(settings["input_tokens"])
+        if ctx.max_model_len:  # a long-prompt round must still fit the server's context
+            input_tokens = max(1, min(input_tokens, int(ctx.max_model_len) - max_tokens - 64))
+        request = RequestSpec(
+            model=model,
+            endpoint=settings["endpoint"],
+            input_tokens=input_tokens,
+            max_tokens=max_tokens,
+        )
+        watcher = _ServerWatch(client, ctx.target)
+        before = await watcher.snapshot()
+        watching = asyncio.create_task(watcher.run())
+        try:
+            result = await run_load(
+                url, request, concurrency=int(settings["concurrency"]), requests=int(settings["requests"]),
+                warmup=int(settings["warmup"]), headers=ctx.headers, timeout_s=ctx.timeout_s,
+            )  # fmt: skip
+        finally:
+            watching.cancel()
+        after = await watcher.snapshot()
+    if not result.ok_samples:
+        errors = result.to_dict()["steady"]["summary"]["errors"]
+        first = next((s.error for s in result.samples if s.error), "no samples")
+        counts = ", ".join(f"{kind} x{n}" for kind, n in errors.items())
+        raise WizardError(f"every request of this round failed ({counts}): {first}")
+    spec = MeasurementSpec(
+        model=model, endpoint=request.endpoint, input_tokens=request.input_tokens,
+        output_tokens=request.max_tokens, concurrency=result.concurrency, access_path=url,
+        warm_state="steady",
+    )  # fmt: skip
+    report = result.to_dict()
+    measurement = result.measurement(spec)
+    return {
+        "path": settings["path"],
+        "url": url,
+        "model": model,
+        "spec": asdict(spec),
+        "fingerprint": spec.fingerprint(),
+        "steady": flat_summary(report["steady"]["summary"]),
+        "cold": flat_summary(report["cold"]["summary"]) if report["cold"] else None,
+        "burst": report["steady"]["summary"]["burst"],
+        "client": report["client"],
+        "client_saturated": report["client"]["saturated"],
+        "values": measurement.values,
+        "server": watcher.summary(before, after),
+    }
+
+
+class _ServerWatch:
+    """Scrapes ``/metrics`` during a round; a server without metrics just yields nothing."""
+
+    def __init__(self, client: httpx.AsyncClient, base_url: str) -> None:
+        self.client = client
+        self.base_url = base_url
+        self.samples: list[MetricsSnapshot] = []
+
+    async def snapshot(self) -> MetricsSnapshot | None:
+        try:
+            snap = await scrape(self.client, self.base_url)
+        except WizardError:
+            return None
+        self.samples.append(snap)
+        return snap
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(WATCH_INTERVAL_S)
+            await self.snapshot()
+
+    def summary(
+        self, before: MetricsSnapshot | None, after: MetricsSnapshot | None
+    ) -> dict[str, Any]:
+        usable = [s for s in self.samples if not s.stats_disabled]
+        if before is None or after is None or not usable:
+            return {"available": False}
+
+        def peak(values: list[float | None]) -> float | None:
+            present = [v for v in values if v is not None]
+            return max(present) if present else None
+
+        change = delta(before, after)
+        server_ttft = change["server_ttft_mean_s"]
+        return {
+            "available": True,
+            "generation": after.generation,
+            "waiting_max": peak([s.waiting for s in usable]),
+            "running_max": peak([s.running for s in usable]),
+            "kv_usage_max": peak([s.kv_cache_usage for s in usable]),
+            "preemptions": change["preemptions"],
+            "server_ttft_mean_ms": server_ttft * 1000 if server_ttft is not None else None,
+            "kv_cache_tokens": after.kv_cache_tokens,
+        }

@@ -1,0 +1,144 @@
+"""vLLM's Prometheus metrics: a snapshot in either naming generation, parsed by prometheus_client.
+
+Current vLLM (v1 names) and 2024-era vLLM (v0 names: ``gpu_cache_usage_perc``,
+``time_per_output_token_seconds``) are both read. A server started with ``--disable-log-stats``
+exposes no ``vllm:`` series at all; that is recognised and explained rather than reported as zeros.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from wizard.errors import WizardError
+
+KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+ITL = ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds")
+
+
+@dataclass
+class MetricsSnapshot:
+    """The numbers a latency diagnosis needs from one scrape."""
+
+    generation: str | None = None
+    stats_disabled: bool = False
+    engines: int = 0
+    kv_cache_usage: float | None = None
+    preemptions_total: float | None = None
+    running: float | None = None
+    waiting: float | None = None
+    prompt_tokens_total: float | None = None
+    generation_tokens_total: float | None = None
+    ttft_s: dict[str, float] = field(default_factory=dict)
+    itl_s: dict[str, float] = field(default_factory=dict)
+    queue_s: dict[str, float] = field(default_factory=dict)
+    num_gpu_blocks: int | None = None
+    block_size: int | None = None
+
+    @property
+    def kv_cache_tokens(self) -> int | None:
+        """KV capacity in tokens (num_gpu_blocks x block_size) when cache_config_info says."""
+        if self.num_gpu_blocks is None or self.block_size is None:
+            return None
+        return self.num_gpu_blocks * self.block_size
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape (contract keys of ``probe metrics --json`` first)."""
+        data = asdict(self)
+        data["kv_cache_tokens"] = self.kv_cache_tokens
+        if self.stats_disabled:
+            data["note"] = (
+                "no vllm:* series: the server runs with --disable-log-stats, which in current vLLM "
+                "removes every engine metric; only http_* series remain"
+            )
+        return data
+
+
+def parse(text: str) -> MetricsSnapshot:
+    """Parse the text exposition format; raise WizardError when it is not Prometheus text."""
+    if text.lstrip().startswith("<"):
+        raise WizardError("this is HTML, not Prometheus metrics: is the URL the server's /metrics?")
+    try:
+        families = list(text_string_to_metric_families(text))
+    except (ValueError, IndexError) as exc:
+        raise WizardError(f"not valid Prometheus text: {exc}") from None
+    snap = MetricsSnapshot()
+    sums: dict[str, float] = {}
+    engines: set[str] = set()
+    histograms: dict[str, dict[str, float]] = {}
+    for family in families:
+        for sample in family.samples:
+            if not sample.name.startswith("vllm:"):
+                continue
+            engines.add(sample.labels.get("engine", "0"))
+            sums[sample.name] = sums.get(sample.name, 0.0) + sample.value
+            if family.type == "histogram" and sample.name.endswith(("_sum", "_count")):
+                base, _, part = sample.name.rpartition("_")
+                histograms.setdefault(base, {}).setdefault(part, 0.0)
+                histograms[base][part] += sample.value
+            if sample.name == "vllm:cache_config_info":
+                snap.num_gpu_blocks = _int(sample.labels.get("num_gpu_blocks"))
+                snap.block_size = _int(sample.labels.get("block_size"))
+    if not sums:
+        snap.stats_disabled = True
+        return snap
+    snap.engines = len(engines)
+    snap.generation = "v0" if "vllm:gpu_cache_usage_perc" in sums else "v1"
+    snap.kv_cache_usage = next((sums[n] / snap.engines for n in KV_USAGE if n in sums), None)
+    snap.preemptions_total = sums.get("vllm:num_preemptions_total")
+    snap.running = sums.get("vllm:num_requests_running")
+    snap.waiting = sums.get("vllm:num_requests_waiting")
+    snap.prompt_tokens_total = sums.get("vllm:prompt_tokens_total")
+    snap.generation_tokens_total = sums.get("vllm:generation_tokens_total")
+    snap.ttft_s = _mean(histograms.get("vllm:time_to_first_token_seconds"))
+    snap.itl_s = next((_mean(histograms[n]) for n in ITL if n in histograms), {})
+    snap.queue_s = _mean(histograms.get("vllm:request_queue_time_seconds"))
+    return snap
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def _mean(parts: dict[str, float] | None) -> dict[str, float]:
+    if not parts or not parts.get("count"):
+        return {}
+    return {"count": parts["count"], "sum": parts["sum"], "mean": parts["sum"] / parts["count"]}
+
+
+async def scrape(client: httpx.AsyncClient, base_url: str) -> MetricsSnapshot:
+    """GET ``/metrics`` and parse it."""
+    url = base_url.rstrip("/") + "/metrics"
+    try:
+        response = await client.get(url)
+    except httpx.HTTPError as exc:
+        raise WizardError(f"cannot read {url}: {type(exc).__name__}: {exc}") from None
+    if response.status_code != 200:
+        raise WizardError(f"{url} answered HTTP {response.status_code}")
+    return parse(response.text)
+
+
+def delta(before: MetricsSnapshot, after: MetricsSnapshot) -> dict[str, float | None]:
+    """Counter and histogram changes between two scrapes."""
+
+    def diff(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None else b - a
+
+    ttft_count = diff(before.ttft_s.get("count", 0.0), after.ttft_s.get("count"))
+    ttft_sum = diff(before.ttft_s.get("sum", 0.0), after.ttft_s.get("sum"))
+    return {
+        "preemptions": diff(before.preemptions_total, after.preemptions_total),
+        "generation_tokens": diff(before.generation_tokens_total, after.generation_tokens_total),
+        "server_ttft_mean_s": ttft_sum / ttft_count
+        if ttft_count and ttft_sum is not None
+        else None,
+    }
+
+
+async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Walk probe: one snapshot of the target's metrics."""
+    async with httpx.AsyncClient(timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)) as client:
+        return (await scrape(client, ctx.url_for(params.get("path", "direct")))).to_dict()

@@ -1,0 +1,15 @@
+"""Probes the playbook can call, by name. Importing this module imports no probe.
+
+A walk probe is ``async def probe(ctx: ProbeContext, params: dict) -> dict`` returning facts; the
+runner (``wizard.probes.runner``) times it, applies a timeout and turns any failure into data.
+"""
+
+from __future__ import annotations
+
+PROBES: dict[str, str] = {
+    "endpoints": "wizard.probes.endpoints:probe",
+    "measure": "wizard.probes.measure_probe:probe",
+    "metrics": "wizard.probes.metrics:probe",
+    "validate": "wizard.probes.validate:probe",
+    "audit": "wizard.audit:probe",
+}

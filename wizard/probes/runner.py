@@ -1,0 +1,81 @@
+"""Runs walk probes by name: timeouts and exceptions become data, never crashes."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from wizard.errors import WizardError
+from wizard.probes.registry import PROBES
+
+
+@dataclass
+class ProbeContext:
+    """What every probe may use: where the server is and how to reach it."""
+
+    target: str
+    proxy: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    model: str | None = None
+    max_model_len: int | None = None
+    timeout_s: float = 60.0
+    session: Any = None  # the walk's session, for probes that audit its history
+
+    def url_for(self, path: str) -> str:
+        """The base URL of an access path ("direct" or "proxy")."""
+        if path == "proxy":
+            if not self.proxy:
+                raise WizardError("this step measures through the proxy, but no --proxy was given")
+            return self.proxy
+        return self.target
+
+
+@dataclass
+class ProbeResult:
+    """A probe's facts, how long it took, and its error if it failed."""
+
+    name: str
+    facts: dict[str, Any]
+    duration_s: float
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape (the transcript's ``probe_result`` data)."""
+        return {
+            "probe": self.name,
+            "facts": self.facts,
+            "duration_s": self.duration_s,
+            "error": self.error,
+        }
+
+
+ProbeFn = Callable[[ProbeContext, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def resolve(name: str) -> ProbeFn:
+    """Import a registered probe."""
+    module, _, function = PROBES[name].partition(":")
+    probe: ProbeFn = getattr(importlib.import_module(module), function)
+    return probe
+
+
+async def run_probe(
+    name: str, ctx: ProbeContext, params: dict[str, Any], timeout_s: float = 600.0
+) -> ProbeResult:
+    """Run one probe; a timeout or an exception is returned as ``error``."""
+    began = time.monotonic()
+    try:
+        facts = await asyncio.wait_for(resolve(name)(ctx, params), timeout_s)
+    except TimeoutError:
+        return ProbeResult(
+            name, {}, time.monotonic() - began, f"probe {name} timed out after {timeout_s:.0f} s"
+        )
+    except WizardError as exc:
+        return ProbeResult(name, {}, time.monotonic() - began, str(exc))
+    except Exception as exc:  # a probe bug must not end the walk; it is recorded instead
+        return ProbeResult(name, {}, time.monotonic() - began, f"{type(exc).__name__}: {exc}")
+    return ProbeResult(name, facts, time.monotonic() - began)

@@ -1,0 +1,146 @@
+"""Renderers for transcript events: the live walk, replay and export draw the same pictures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.markup import escape
+from rich.panel import Panel
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+SEVERITY_STYLE = {"info": "cyan", "warn": "yellow", "fail": "bold red"}
+VERDICT_STYLE = {
+    "improved": "green",
+    "regressed": "red",
+    "no significant change": "dim",
+    "insufficient data": "dim",
+}
+
+
+def pick(text: Any, lang: str) -> str:
+    """The text in ``lang`` (falling back to English) from a ``{en, zh}`` mapping."""
+    if isinstance(text, dict):
+        return str(text.get(lang) or text.get("en") or "")
+    return "" if text is None else str(text)
+
+
+def _ms(value: Any) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def render_event(
+    event: dict[str, Any], lang: str = "en", replay: bool = False
+) -> RenderableType | None:
+    """A renderable for one event, or None for events that show nothing on their own."""
+    kind, data = event["type"], event["data"]
+    if kind == "node_enter":
+        return Group(
+            Rule(
+                f"[bold]{pick(data['title'], lang)}[/]  ({data['stage']}; {', '.join(data['covers'])})"
+            ),
+            Text(pick(data["explain"], lang), style="dim"),
+        )
+    if kind == "question" and replay:
+        return Text(f"? {pick(data['text'], lang)}  [default: {data['default']}]")
+    if kind == "answer":
+        return Text(f"  {data['id']} = {data['value']}", style="cyan")
+    if kind == "probe_result":
+        return _probe(data)
+    if kind == "finding":
+        return _finding(data, lang)
+    if kind == "change":
+        return Text(
+            f"change ({data['layer']}): {data['parameter']}: {data['before']} -> {data['after']}"
+            f"{'  [server restarted]' if data.get('restarted') else ''}",
+            style="bold magenta",
+        )
+    if kind == "comparison":
+        return _comparison(data)
+    if kind == "note":
+        return Text(f"  note: {data['text']}", style="dim")
+    if kind == "end":
+        codes = ", ".join(data["findings"]) or "none"
+        return Rule(f"walk complete: findings {codes}; {data['changes']} change(s)")
+    return None
+
+
+def _probe(data: dict[str, Any]) -> RenderableType:
+    name, label, facts = data["probe"], data.get("round") or data["as"], data["facts"]
+    if data["error"]:
+        return Text(f"  {name} ({label}): failed: {data['error']}", style="red")
+    if name == "measure":
+        return measurement_table(facts, f"{label}: {facts['path']} {facts['url']}")
+    if name == "endpoints":
+        return Text(
+            f"  endpoints: model {facts.get('model')}, version {facts.get('version')}, auth {facts.get('auth')}, "
+            f"completions {'ok' if facts.get('completions_ok') else facts.get('completions_status')}, "
+            f"chat {'ok' if facts.get('chat_ok') else facts.get('chat_status')}"
+        )
+    if name == "audit":
+        flags = [k for k, v in facts.items() if v is True and k != "available"]
+        return Text(f"  audit: {facts.get('measurements')} measurement(s), {facts.get('changes')} change(s); "
+                    f"flags: {', '.join(flags) or 'none'}")  # fmt: skip
+    if name == "validate":
+        reasons = "; ".join(facts.get("reasons", [])) or "no reasons given"
+        return Text(f"  LoadGen {facts.get('scenario')}: {facts.get('result')} ({reasons})")
+    shown = {k: v for k, v in facts.items() if not isinstance(v, dict | list)}
+    return Text(f"  {name} ({label}): " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+
+
+def measurement_table(facts: dict[str, Any], title: str) -> Table:
+    """Steady (and cold) percentiles of a measure probe, with what the server saw."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("")
+    for column in ("TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p99", "E2E p50", "ok"):
+        table.add_column(column, justify="right")
+    for label in ("steady", "cold"):
+        row = facts.get(label)
+        if row:
+            table.add_row(label, *(_ms(row[k]) for k in ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99",
+                                                         "itl_p99", "e2e_p50")),
+                          f"{row['succeeded']}/{row['requests']}")  # fmt: skip
+    server = facts.get("server") or {}
+    notes = []
+    if server.get("available"):
+        notes.append(f"server: waiting max {server['waiting_max']}, preemptions {server['preemptions']}, "
+                     f"KV peak {server['kv_usage_max']}")  # fmt: skip
+    burst = facts.get("burst") or {}
+    if burst.get("max_events_per_read", 0) > 1:
+        notes.append(f"up to {burst['max_events_per_read']} events per read")
+    if facts.get("client_saturated"):
+        notes.append("CLIENT SATURATED")
+    table.caption = "; ".join(notes) or None
+    return table
+
+
+def _finding(data: dict[str, Any], lang: str) -> Panel:
+    lines = [Text(data["evidence"]), Text(pick(data["advice"], lang))]
+    change = data.get("change")
+    if change:
+        lines.append(Text(f"the one change to try: {change['apply']}", style="bold"))
+    lines.extend(Text(link, style="blue underline") for link in data["docs"])
+    style = SEVERITY_STYLE.get(data["severity"], "white")
+    title = (
+        f"{data['code']} {data['severity'].upper()} [{data['cause']}]: {pick(data['title'], lang)}"
+    )
+    return Panel(Group(*lines), title=title, title_align="left", border_style=style)
+
+
+def _comparison(data: dict[str, Any]) -> Table:
+    table = Table(
+        title=f"{data['after']} vs {data['against']} ({data['before']})", title_justify="left"
+    )
+    for column in ("segment", "before p50", "after p50", "change", "95% CI", "verdict"):
+        table.add_column(column)
+    for row in data["segments"]:
+        ci = (
+            "-"
+            if row["ci_low_ms"] is None
+            else f"[{row['ci_low_ms']:.1f}, {row['ci_high_ms']:.1f}]"
+        )
+        table.add_row(row["segment"], _ms(row["before_p50"]), _ms(row["after_p50"]), _ms(row["change_ms"]), ci,
+                      Text(row["verdict"], style=VERDICT_STYLE.get(row["verdict"], "")))  # fmt: skip
+    return table

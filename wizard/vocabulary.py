@@ -1,0 +1,29 @@
+"""Fixed vocabularies other tools rely on (design §5): extend them, never rename an entry."""
+
+from __future__ import annotations
+
+CAUSES = frozenset({
+    "proxy_buffering", "proxy_gzip_buffering", "proxy_read_timeout", "proxy_connect_timeout",
+    "kv_cache_preemption", "batched_tokens_hurts_itl", "batched_tokens_hurts_ttft",
+    "queue_saturation", "chunked_prefill_budget", "chat_template_missing", "wrong_endpoint",
+    "auth_failure", "cpu_cores_insufficient", "tp_without_nvlink", "multinode_layout",
+    "kv_cache_too_small_for_max_model_len", "gpu_memory_pressure", "cold_start_slow",
+    "cold_steady_mixed", "multiple_changes_in_step", "total_time_only",
+    "cross_scenario_comparison", "client_saturated",
+})  # fmt: skip
+
+SEVERITIES = ("info", "warn", "fail")
+LAYERS = ("vllm", "nginx", "host", "client")
+LANGUAGES = ("en", "zh")
+
+# Every item of the procedure (shared/seed/procedure.md); the playbook must cover all of them.
+PROCEDURE_ITEMS = (
+    *(f"P0.{i}" for i in range(1, 5)),
+    *(f"P1.{i}" for i in range(1, 4)),
+    *(f"P2.{i}" for i in range(1, 6)),
+    *(f"P3.{i}" for i in range(1, 7)),
+    *(f"P4.{i}" for i in range(1, 10)),
+    *(f"P5.{i}" for i in range(1, 7)),
+    *(f"P6.{i}" for i in range(1, 7)),
+    *(f"P7.{i}" for i in range(1, 6)),
+)
