@@ -39,7 +39,7 @@ def render_event(
     if kind == "node_enter":
         return Group(
             Rule(
-                f"[bold]{pick(data['title'], lang)}[/]  ({data['stage']}; {', '.join(data['covers'])})"
+                f"[bold]{escape(pick(data['title'], lang))}[/]  ({data['stage']}; {', '.join(data['covers'])})"
             ),
             Text(pick(data["explain"], lang), style="dim"),
         )
@@ -124,9 +124,9 @@ def _finding(data: dict[str, Any], lang: str) -> Panel:
     lines.extend(Text(link, style="blue underline") for link in data["docs"])
     style = SEVERITY_STYLE.get(data["severity"], "white")
     title = (
-        f"{data['code']} {data['severity'].upper()} [{data['cause']}]: {pick(data['title'], lang)}"
+        f"{data['code']} {data['severity'].upper()} ({data['cause']}): {pick(data['title'], lang)}"
     )
-    return Panel(Group(*lines), title=title, title_align="left", border_style=style)
+    return Panel(Group(*lines), title=escape(title), title_align="left", border_style=style)
 
 
 def _comparison(data: dict[str, Any]) -> Table:
