@@ -1,0 +1,137 @@
+"""``latency-wizard playbook check|show|findings``: validate and look at a playbook."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+CHECK_DESCRIPTION = """\
+Validate a playbook: schema (with file:line), start exists, every node reachable and able to reach
+the end, stage order respected except declared re-measure loops, every cycle through a measurement
+node, probe names registered, finding codes defined, en and zh texts present, and every procedure
+item P0.1..P7.5 covered. Exit 0 when valid, 1 with one line per problem."""
+
+
+def register(subparsers: Any) -> None:
+    """Add ``playbook`` and its actions."""
+    playbook = subparsers.add_parser("playbook", help="check or show a playbook")
+    actions = playbook.add_subparsers(dest="action", metavar="ACTION", required=True)
+    check = actions.add_parser("check", help="validate a playbook", description=CHECK_DESCRIPTION)
+    check.add_argument("path", nargs="?", help="playbook YAML (default: the built-in one)")
+    check.set_defaults(handler=check_command)
+    show = actions.add_parser("show", help="draw the decision graph")
+    show.add_argument("path", nargs="?", help="playbook YAML (default: the built-in one)")
+    show.add_argument("--format", choices=["tree", "mermaid", "dot"], default="tree")
+    show.set_defaults(handler=show_command)
+    findings = actions.add_parser(
+        "findings", help="list every finding code as Markdown (docs/findings.md)"
+    )
+    findings.add_argument("path", nargs="?", help="playbook YAML (default: the built-in one)")
+    findings.set_defaults(handler=findings_command)
+
+
+def _load(path: str | None) -> Any:
+    from wizard import playbook
+
+    return playbook.load(path or playbook.DEFAULT_PLAYBOOK)
+
+
+def check_command(args: argparse.Namespace) -> int:
+    """Print ``ok`` and a summary, or every problem on its own line."""
+    import sys
+
+    from wizard.playbook import PlaybookError
+
+    try:
+        book = _load(args.path)
+    except PlaybookError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return 1
+    covered = {item for node in book.nodes.values() for item in node.covers}
+    print(f"ok: {book.path}: {len(book.nodes)} nodes in {len(book.stages)} stages, "
+          f"{len(book.findings)} findings, {len(covered)} procedure items covered")  # fmt: skip
+    return 0
+
+
+def show_command(args: argparse.Namespace) -> int:
+    """Print the graph as an indented tree, a Mermaid flowchart or Graphviz dot."""
+    book = _load(args.path)
+    print(render_graph(book, args.format))
+    return 0
+
+
+def render_graph(book: Any, style: str) -> str:
+    """The playbook's graph in one of three text formats."""
+    from wizard.playbook import END
+
+    def label(node_id: str) -> str:
+        return "end" if node_id == END else f"{node_id} [{book.nodes[node_id].stage}]"
+
+    if style == "mermaid":
+        lines = ["flowchart TD"]
+        for node_id in book.nodes:
+            for edge in book.nodes[node_id].next:
+                arrow = (
+                    "-.->|loop|" if edge.loop else ("-->|if|" if edge.when is not True else "-->")
+                )
+                lines.append(
+                    f'  {_ident(node_id)}["{label(node_id)}"] {arrow} {_ident(edge.to)}["{label(edge.to)}"]'
+                )
+        return "\n".join(lines)
+    if style == "dot":
+        lines = [f'digraph "{book.id}" {{', "  rankdir=TB;"]
+        for node_id in book.nodes:
+            shape = "box" if book.nodes[node_id].measure else "ellipse"
+            lines.append(f'  "{node_id}" [label="{label(node_id)}", shape={shape}];')
+            for edge in book.nodes[node_id].next:
+                style_attr = ", style=dashed" if edge.loop else ""
+                lines.append(
+                    f'  "{node_id}" -> "{edge.to}" [label="{"if" if edge.when is not True else ""}"{style_attr}];'
+                )
+        return "\n".join([*lines, "}"])
+    seen: set[str] = set()
+    out: list[str] = []
+
+    def walk(node_id: str, depth: int, how: str) -> None:
+        prefix = "  " * depth + (f"{how} " if how else "")
+        if node_id in seen or node_id == END:
+            out.append(f"{prefix}{label(node_id)}{' (seen above)' if node_id != END else ''}")
+            return
+        seen.add(node_id)
+        node = book.nodes[node_id]
+        out.append(f"{prefix}{label(node_id)}{' (measures)' if node.measure else ''}")
+        for edge in node.next:
+            walk(edge.to, depth + 1, "↺" if edge.loop else ("?" if edge.when is not True else "→"))
+
+    walk(book.start, 0, "")
+    return "\n".join(out)
+
+
+def _ident(node_id: str) -> str:
+    return node_id.replace(".", "_")
+
+
+def findings_command(args: argparse.Namespace) -> int:
+    """Print the finding catalogue as Markdown."""
+    print(findings_markdown(_load(args.path)), end="")
+    return 0
+
+
+def findings_markdown(book: Any) -> str:
+    """Every finding: code, severity, cause, title, the change it proposes, docs."""
+    lines = [
+        "# Finding codes",
+        "",
+        "Generated from `playbook/vllm-latency.yaml` by `latency-wizard playbook findings`; a test keeps",
+        "this page equal to the playbook.",
+        "",
+        "| code | severity | cause | title | the one change it proposes | docs |",
+        "|---|---|---|---|---|---|",
+    ]
+    for code, finding in sorted(book.findings.items()):
+        change = f"`{finding.change['apply']}`" if finding.change else "-"
+        docs = " ".join(f"<{link}>" for link in finding.docs)
+        lines.append(f"| {code} | {finding.severity} | `{finding.cause}` | {finding.title['en']} / "
+                     f"{finding.title['zh']} | {change} | {docs} |")  # fmt: skip
+    return "\n".join(lines) + "\n"

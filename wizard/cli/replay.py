@@ -1,0 +1,117 @@
+"""``latency-wizard replay`` and ``export``: look at a saved session; nothing touches the network
+unless ``--rerun`` asks to repeat the recorded measurements now."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+REPLAY_DESCRIPTION = """\
+Verify a transcript's hash chain (an edit or a truncation is reported with its line, exit 1) and
+show every step with the same renderers as the live walk. Nothing touches the network, unless
+--rerun repeats the recorded measurements now (against the recorded target, or --target) and shows
+how each segment moved since."""
+
+
+def register(subparsers: Any) -> None:
+    """Add ``replay`` and ``export``."""
+    replay = subparsers.add_parser(
+        "replay", help="show a saved session", description=REPLAY_DESCRIPTION
+    )
+    replay.add_argument("transcript")
+    replay.add_argument("--lang", choices=["en", "zh"], help="language (default: the session's)")
+    replay.add_argument("--rerun", action="store_true", help="repeat the recorded measurements now")
+    replay.add_argument(
+        "--target", help="with --rerun: measure this base URL instead of the recorded one"
+    )
+    replay.add_argument(
+        "--api-key-env", help="environment variable holding the API key (for --rerun)"
+    )
+    replay.set_defaults(handler=replay_command)
+    export = subparsers.add_parser("export", help="write the incident summary (md, html, json)")
+    export.add_argument("transcript")
+    export.add_argument("--format", choices=["md", "html", "json"], default="md")
+    export.add_argument("-o", "--output", help="file to write (default: standard output)")
+    export.add_argument("--lang", choices=["en", "zh"], help="language (default: the session's)")
+    export.set_defaults(handler=export_command)
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    """Verify and render; optionally re-measure."""
+    from wizard import transcript
+    from wizard.render import console
+    from wizard.render_events import render_event
+
+    loaded = transcript.load(args.transcript)
+    lang = args.lang or loaded.header.get("lang", "en")
+    screen = console()
+    screen.print(f"{loaded.path}: verified, {len(loaded.events)} events, target {loaded.header.get('target')}"
+                 + ("" if loaded.complete else " (incomplete: continue it with 'latency-wizard resume')"))  # fmt: skip
+    for event in loaded.events:
+        renderable = render_event(event, lang, replay=True)
+        if renderable is not None:
+            screen.print(renderable)
+    if args.rerun:
+        return _rerun(loaded, args, screen)
+    return 0
+
+
+def _rerun(loaded: Any, args: argparse.Namespace, screen: Any) -> int:
+    from wizard import aio
+    from wizard.auth import api_key_from_env, auth_headers
+    from wizard.measure import Measurement, MeasurementSpec, compare
+    from wizard.probes.load import run_load
+    from wizard.probes.stream import RequestSpec
+    from wizard.render_events import render_event
+
+    headers = auth_headers(api_key_from_env(args.api_key_env))
+    recorded = [e["data"] for e in loaded.events if e["type"] == "measurement"]
+    if not recorded:
+        screen.print("nothing was measured in this session; nothing to repeat")
+        return 0
+    header = loaded.header
+    for record in recorded:
+        spec = MeasurementSpec(**record["spec"])
+        url = spec.access_path
+        if args.target:
+            url = args.target if url == header.get("target") else url
+        request = RequestSpec(model=spec.model, endpoint=spec.endpoint, input_tokens=spec.input_tokens,  # type: ignore[arg-type]
+                              max_tokens=spec.output_tokens)  # fmt: skip
+        requests = max(len(record["values"].get("ttft_ms", [])), 4)
+        result = aio.run(run_load(url, request, concurrency=spec.concurrency, requests=requests,
+                                  warmup=1, headers=headers))  # fmt: skip
+        now = result.measurement(spec)  # the recorded spec: the same fingerprint by construction
+        results = compare(Measurement(spec, record["values"]), now)
+        screen.print(render_event({"type": "comparison", "data": {
+            "against": "the recording", "before": record["round"], "after": f"{record['round']} now ({url})",
+            "segments": [r.to_dict() for r in results if r.segment != "e2e_ms"],
+        }}))  # fmt: skip
+    return 0
+
+
+def export_command(args: argparse.Namespace) -> int:
+    """Write the summary."""
+    import json
+    import sys
+
+    from wizard import report, transcript
+    from wizard.errors import UsageError
+
+    loaded = transcript.load(args.transcript)
+    model = report.build(loaded, args.lang or loaded.header.get("lang", "en"))
+    if args.format == "json":
+        text = json.dumps(model, indent=2, ensure_ascii=False) + "\n"
+    elif args.format == "html":
+        text = report.html_page(model)
+    else:
+        text = report.markdown(model)
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(args.output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+    print(f"wrote {args.output}")
+    return 0
