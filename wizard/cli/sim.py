@@ -62,6 +62,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--api-key", help="require this key on /v1 paths (default: $VLLM_API_KEY)")
     parser.add_argument("--log-file", help="also write vLLM-formatted log lines to this file")
     parser.add_argument("--quiet", action="store_true", help="do not copy log lines to stderr")
+    parser.add_argument(
+        "--http", choices=["h11", "httptools"], default="h11",
+        help="uvicorn's HTTP implementation (default h11). It changes what nginx does: h11 answers an "
+        "HTTP/1.0 proxy with a close-delimited body, which nginx 1.22 buffers; httptools answers "
+        "chunked, which nginx 1.22 forwarded event by event in our measurements",
+    )  # fmt: skip
     engine = parser.add_argument_group("engine flags (as on 'vllm serve')")
     for flags, dest, kind, text in VALUE_FLAGS:
         engine.add_argument(*flags, dest=dest, type=kind, help=text)
@@ -148,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return serve(
             config, host=args.host, port=args.port, api_key=api_key, non_default_args=non_default,
-            log_streams=streams, on_listening=announce_listening, on_ready=announce_ready,
+            log_streams=streams, on_listening=announce_listening, on_ready=announce_ready, http=args.http,
         )  # fmt: skip
     finally:
         if log_file is not None:

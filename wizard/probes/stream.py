@@ -217,7 +217,8 @@ async def measure_stream(
                 sample.error_kind = f"http_{response.status_code}"
                 sample.error = f"HTTP {response.status_code}: {_error_message(body)}"
                 return sample
-            async for data in response.aiter_raw():
+            # Decoded bytes, one chunk per network read (a gzip-encoded stream is decompressed).
+            async for data in response.aiter_bytes():
                 now = time.monotonic_ns()
                 sample.read_times_ns.append(now)
                 sample.read_events.append(parser.feed(data, now))

@@ -52,6 +52,7 @@ def serve(
     log_streams: list[TextIO],
     on_listening: Callable[[str], None],
     on_ready: Callable[[str], None],
+    http: str = "h11",
 ) -> int:
     """Run the simulator in this process until SIGINT/SIGTERM; return the exit code."""
     log = VllmLog(log_streams)
@@ -82,16 +83,17 @@ def serve(
     log.server_started(url)
     engine.on_ready = lambda: on_ready(url)
     on_listening(url)
-    return asyncio.run(_serve(app, sock))
+    return asyncio.run(_serve(app, sock, http))
 
 
-async def _serve(app: object, sock: socket.socket) -> int:
+async def _serve(app: object, sock: socket.socket, http: str) -> int:
     import uvicorn  # heavy; only the sim needs it
 
     uv_config = uvicorn.Config(
         app,  # type: ignore[arg-type]
         log_level="warning",
         access_log=False,
+        http=http,
         lifespan="on",
         timeout_keep_alive=5,  # vLLM's VLLM_HTTP_TIMEOUT_KEEP_ALIVE default
         backlog=2048,

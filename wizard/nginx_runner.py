@@ -1,0 +1,157 @@
+"""A throwaway nginx on loopback in front of an upstream: temporary prefix, its own pid, logs and
+temp paths, run in the foreground as a child process and stopped with ``-s quit``.
+
+Used by ``latency-wizard demo`` and by the tests. ``directives`` go into the proxied location, so a
+variant is one dict: ``{}`` is nginx's defaults (buffering on), ``{"proxy_buffering": "off"}`` the
+fix, ``{"gzip": "on", "gzip_types": "text/event-stream"}`` the gzip trap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from wizard.errors import WizardError
+
+SEARCH_PATHS = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
+
+
+def find_nginx() -> str | None:
+    """The nginx binary, or None when it is not installed."""
+    found = shutil.which("nginx")
+    if found:
+        return found
+    return next((path for path in SEARCH_PATHS if Path(path).exists()), None)
+
+
+def free_port() -> int:
+    """A loopback port that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Nginx:
+    """One nginx instance proxying ``/`` to ``upstream``."""
+
+    def __init__(
+        self, upstream: str, directives: dict[str, str] | None = None, binary: str | None = None
+    ):
+        self.binary = binary or find_nginx()
+        if self.binary is None:
+            raise WizardError("nginx is not installed (Debian: apt-get install nginx)")
+        self.upstream = upstream.rstrip("/")
+        self.directives = dict(directives or {})
+        self.port = free_port()
+        self.prefix = Path(tempfile.mkdtemp(prefix="latency-wizard-nginx-"))
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """Base URL of the proxy."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def error_log(self) -> Path:
+        """nginx's error log (timeouts show here, not as status codes)."""
+        return self.prefix / "logs" / "error.log"
+
+    def config(self) -> str:
+        """The whole nginx.conf for the current directives."""
+        location = "".join(
+            f"            {name} {value};\n" for name, value in self.directives.items()
+        )
+        p = self.prefix
+        return f"""\
+worker_processes 1;
+error_log {p}/logs/error.log info;
+pid {p}/logs/nginx.pid;
+events {{ worker_connections 1024; }}
+http {{
+    access_log {p}/logs/access.log;
+    client_body_temp_path {p}/tmp/body;
+    proxy_temp_path {p}/tmp/proxy;
+    fastcgi_temp_path {p}/tmp/fastcgi;
+    uwsgi_temp_path {p}/tmp/uwsgi;
+    scgi_temp_path {p}/tmp/scgi;
+    server {{
+        listen 127.0.0.1:{self.port};
+        location / {{
+            proxy_pass {self.upstream};
+{location}        }}
+    }}
+}}
+"""
+
+    def _write(self) -> Path:
+        for sub in ("conf", "logs", "tmp"):
+            (self.prefix / sub).mkdir(parents=True, exist_ok=True)
+        conf = self.prefix / "conf" / "nginx.conf"
+        conf.write_text(self.config())
+        return conf
+
+    def _command(self, *extra: str) -> list[str]:
+        assert self.binary is not None
+        return [
+            self.binary,
+            "-p",
+            str(self.prefix),
+            "-c",
+            str(self.prefix / "conf" / "nginx.conf"),
+            *extra,
+        ]
+
+    def start(self, timeout: float = 10.0) -> Nginx:
+        """Write the config, check it, start nginx and wait until it accepts connections."""
+        self._write()
+        test = subprocess.run(self._command("-t"), capture_output=True, text=True)
+        if test.returncode != 0:
+            lines = test.stderr.strip().splitlines()
+            raise WizardError(
+                f"nginx rejected the config: {lines[-1] if lines else 'unknown error'}"
+            )
+        self.process = subprocess.Popen(
+            self._command("-g", "daemon off; user root;"),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise WizardError(f"nginx exited at start; see {self.error_log}")
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2),
+            ):
+                return self
+            time.sleep(0.05)
+        self.stop()
+        raise WizardError("nginx did not start listening in time")
+
+    def reload(self, directives: dict[str, str]) -> None:
+        """Apply new location directives with a graceful reload."""
+        self.directives = dict(directives)
+        self._write()
+        subprocess.run(self._command("-s", "reload"), capture_output=True, check=False)
+        time.sleep(0.5)  # old workers finish; new ones take the new config
+
+    def stop(self) -> None:
+        """Quit gracefully, then make sure the master is gone; remove the prefix."""
+        if self.process is not None and self.process.poll() is None:
+            subprocess.run(self._command("-s", "quit"), capture_output=True, check=False)
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.prefix, ignore_errors=True)
+
+    def __enter__(self) -> Nginx:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
