@@ -209,12 +209,14 @@ async def _finding(session: Session, node: Node, finding: Finding) -> None:
               "restarted": decision.restarted, "measured": False}  # fmt: skip
     session.changes.append(change)
     session.record("change", node.id, change)
-    await _remeasure(session, node)
+    await _remeasure(session, node, finding.remeasure, decision.restarted)
 
 
-async def _remeasure(session: Session, node: Node) -> None:
+async def _remeasure(session: Session, node: Node, wanted: str | None, restarted: bool) -> None:
     """Repeat the measurement the finding rests on with the same spec, and compare."""
-    target_as = next((p.as_ for p in reversed(node.probes) if p.name == "measure"), None)
+    target_as = wanted if wanted in session.last_measure else None
+    if target_as is None:
+        target_as = next((p.as_ for p in reversed(node.probes) if p.name == "measure"), None)
     if target_as is None or target_as not in session.last_measure:
         target_as = next(reversed(session.last_measure), None) if session.last_measure else None
     if target_as is None:
@@ -223,6 +225,11 @@ async def _remeasure(session: Session, node: Node) -> None:
         )
         return
     call, _ = session.last_measure[target_as]
+    if restarted:
+        # A restarted server is cold: warm it up so the steady statistic stays steady (P1.2).
+        # Warm-up requests are not part of the spec, so the fingerprint is unchanged.
+        warmup = max(int(call.params.get("warmup", 0)), 2)
+        call = ProbeCall(call.name, call.as_, {**call.params, "warmup": warmup}, call.when)
     previous = [m for m in session.measurements if m["as"] == target_as]
     round_label = f"{target_as}#{len(previous) + 1}"
     facts = await _probe(session, node, call, round_label)

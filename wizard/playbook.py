@@ -85,6 +85,7 @@ class Finding:
     evidence: str
     change: dict[str, Any] | None
     docs: tuple[str, ...]
+    remeasure: str | None = None  # which measurement (a probe's `as`) to repeat after the change
 
 
 @dataclass
@@ -309,6 +310,7 @@ def _finding(code: str, body: Any, where: Path_, errors: _Collector) -> Finding 
         advice=_text(body.get("advice"), (*where, "advice"), errors, f"finding {code} advice"),
         evidence=str(body.get("evidence", "")), change=change if isinstance(change, dict) else None,
         docs=tuple(str(d) for d in docs),
+        remeasure=str(body["remeasure"]) if body.get("remeasure") else None,
     )  # fmt: skip
 
 

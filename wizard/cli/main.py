@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from wizard import __version__
-from wizard.cli import playbook_cmd, probe, replay, run, sim
+from wizard.cli import demo, playbook_cmd, probe, replay, run, sim
 from wizard.errors import WizardError
 
-SUBCOMMANDS = (run, replay, playbook_cmd, probe, sim)
+SUBCOMMANDS = (demo, run, replay, playbook_cmd, probe, sim)
 
 
 def build_parser() -> argparse.ArgumentParser:

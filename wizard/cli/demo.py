@@ -1,0 +1,86 @@
+"""``latency-wizard demo``: the whole walk against the built-in simulator (and a real nginx)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+DESCRIPTION = """\
+Start the built-in vLLM simulator and, when nginx is installed, a throwaway nginx in front of it
+with nginx's default buffering (the classic "the model is slow" that is not the model). Then walk
+the whole diagnosis against both, apply the proposed changes to the demo's own processes, and
+write the transcript. Every process the demo started is stopped at the end, on errors and on Ctrl-C.
+Without nginx the walk runs without the proxy leg. On a terminal the walk asks its questions;
+without one (or with --auto) it answers with evidence and defaults."""
+
+
+def register(subparsers: Any) -> None:
+    """Add ``demo``."""
+    demo = subparsers.add_parser("demo", help="walk the diagnosis against the built-in simulator",
+                                 description=DESCRIPTION)  # fmt: skip
+    demo.add_argument(
+        "--scenario", default="healthy", help="simulator scenario (see 'sim --list-scenarios')"
+    )
+    who = demo.add_mutually_exclusive_group()
+    who.add_argument("--auto", action="store_true", help="never prompt: evidence and defaults")
+    who.add_argument("--answers", help="YAML file of answers keyed by question id / finding code")
+    demo.add_argument(
+        "--lang", choices=["en", "zh"], help="language of the walk (default: from $LANG)"
+    )
+    demo.add_argument("--transcript", help="where to write the transcript")
+    demo.add_argument(
+        "--no-nginx", action="store_true", help="do not put nginx in front of the simulator"
+    )
+    demo.set_defaults(handler=demo_command)
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    """Start the stack, walk, clean up."""
+    import signal
+    import sys
+    from pathlib import Path
+
+    from wizard import playbook
+    from wizard.cli.run import _create, default_language, default_transcript_path, execute
+    from wizard.demo import DemoStack
+    from wizard.operator import AutoOperator, InteractiveOperator, ScriptedOperator
+    from wizard.render import console
+    from wizard.sim.scenarios import get_scenario
+    from wizard.transcript import Redactor
+
+    get_scenario(args.scenario)  # unknown names fail before anything starts
+    book = playbook.load()
+    screen = console()
+    stack = DemoStack(args.scenario, with_nginx=not args.no_nginx)
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        screen.print(f"starting the simulator (scenario {args.scenario}) ...")
+        stack.start()
+        screen.print(f"simulator: {stack.sim_url}  (vLLM log: {stack.sim_log})")
+        if stack.nginx is not None:
+            screen.print(f"nginx:     {stack.nginx.url}  (nginx's defaults: proxy_buffering on)")
+        elif not args.no_nginx:
+            screen.print(
+                "nginx is not installed: walking without the proxy leg (Debian: apt-get install nginx)"
+            )
+        if args.answers:
+            operator: Any = ScriptedOperator.from_file(Path(args.answers), book, stack)
+        elif args.auto or not sys.stdin.isatty():
+            operator = AutoOperator(stack)
+        else:
+            operator = InteractiveOperator(stack)
+        proxy = stack.nginx.url if stack.nginx is not None else None
+        path = Path(args.transcript) if args.transcript else default_transcript_path(stack.sim_url)
+        header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
+                  "target": stack.sim_url, "proxy": proxy, "lang": args.lang or default_language(),
+                  "demo": {"scenario": args.scenario, "nginx": proxy is not None}}  # fmt: skip
+        writer = _create(path, header, Redactor())
+        args.timeout = 60.0
+        return execute(book, writer, operator, args, None, header, events=[])
+    finally:
+        stack.stop()
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,135 @@
+"""The demo stack: the simulator and, when nginx is installed, a throwaway nginx in front of it
+with nginx's default buffering (the classic fault). It is also an Applier: the demo owns both
+processes, so it can apply a proposed change for real (restart the simulator with the new flag,
+reload nginx with the new directive) and the walk can measure the effect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from wizard.errors import WizardError
+from wizard.nginx_runner import Nginx, find_nginx, free_port
+from wizard.operator import Decision
+
+SIM_FLAGS = {
+    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "max_num_batched_tokens": "--max-num-batched-tokens",
+    "max_num_seqs": "--max-num-seqs",
+    "max_model_len": "--max-model-len",
+}
+NGINX_DEFAULTS = {"proxy_buffering": "on", "proxy_read_timeout": "60s", "gzip_types": "text/html"}
+
+
+class DemoStack:
+    """Starts, changes and stops the demo's processes."""
+
+    def __init__(self, scenario: str, with_nginx: bool = True) -> None:
+        self.scenario = scenario
+        self.with_nginx = with_nginx and find_nginx() is not None
+        self.workdir = Path(tempfile.mkdtemp(prefix="latency-wizard-demo-"))
+        self.port = free_port()
+        self.sim_flags: dict[str, str] = {}
+        self.sim: subprocess.Popen[str] | None = None
+        self.nginx: Nginx | None = None
+
+    @property
+    def sim_url(self) -> str:
+        """Base URL of the simulator."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def sim_log(self) -> Path:
+        """The simulator's vLLM-formatted log."""
+        return self.workdir / "vllm.log"
+
+    def start(self) -> DemoStack:
+        """Start the simulator (and nginx); raise WizardError if either fails."""
+        self._start_sim()
+        if self.with_nginx:
+            self.nginx = Nginx(self.sim_url).start()
+        return self
+
+    def _start_sim(self) -> None:
+        command = [sys.executable, "-m", "wizard", "sim", "--port", str(self.port), "--quiet",
+                   "--scenario", self.scenario, "--log-file", str(self.sim_log)]  # fmt: skip
+        for name, value in self.sim_flags.items():
+            command += [SIM_FLAGS[name], value]
+        self.sim = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert self.sim.stdout is not None
+        line = self.sim.stdout.readline()
+        if not re.search(r"listening on", line):
+            error = self.sim.stderr.read().strip() if self.sim.stderr else ""
+            self.sim.wait()
+            raise WizardError(
+                f"the simulator did not start: {error.splitlines()[-1] if error else line}"
+            )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(self.sim_url + "/health", timeout=2).status_code == 200:
+                    return
+            time.sleep(0.1)
+        raise WizardError("the simulator did not become ready within 60 s")
+
+    def _stop_sim(self) -> None:
+        if self.sim is not None and self.sim.poll() is None:
+            self.sim.terminate()
+            try:
+                self.sim.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.sim.kill()
+                self.sim.wait()
+        if self.sim is not None:
+            for stream in (self.sim.stdout, self.sim.stderr):
+                if stream is not None:
+                    stream.close()
+        self.sim = None
+
+    def stop(self) -> None:
+        """Stop everything this stack started."""
+        if self.nginx is not None:
+            self.nginx.stop()
+            self.nginx = None
+        self._stop_sim()
+
+    # -- Applier ------------------------------------------------------------------------------
+
+    def can_apply(self, change: dict[str, Any]) -> bool:
+        """True for the simulator flags and nginx directives the demo knows how to change."""
+        if change.get("layer") == "vllm":
+            return change.get("parameter") in SIM_FLAGS and change.get("after") is not None
+        if change.get("layer") == "nginx":
+            return (
+                self.nginx is not None
+                and change.get("parameter") in NGINX_DEFAULTS
+                and "after" in change
+            )
+        return False
+
+    def apply(self, change: dict[str, Any]) -> Decision:
+        """Apply one change for real and say what was done."""
+        parameter, after = str(change["parameter"]), str(change["after"])
+        if change["layer"] == "vllm":
+            before = self.sim_flags.get(parameter, "scenario default")
+            self.sim_flags[parameter] = after
+            self._stop_sim()
+            self._start_sim()
+            return Decision(applied=True, layer="vllm", parameter=parameter, before=before, after=after,
+                            note="the demo restarted its simulator with the new flag", restarted=True)  # fmt: skip
+        assert self.nginx is not None
+        before = self.nginx.directives.get(parameter, NGINX_DEFAULTS[parameter])
+        self.nginx.reload({**self.nginx.directives, parameter: after})
+        return Decision(applied=True, layer="nginx", parameter=parameter, before=before, after=after,
+                        note="the demo reloaded its nginx with the new directive")  # fmt: skip
