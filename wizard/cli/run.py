@@ -115,12 +115,26 @@ def run_command(args: argparse.Namespace) -> int:
             raise UsageError(f"{url!r} is not an http(s) URL")
     book = playbook_module.load(args.playbook or playbook_module.DEFAULT_PLAYBOOK)
     operator = choose_operator(args, book)
+    for url in filter(None, (args.target, args.proxy)):
+        preflight(url)
     api_key = api_key_from_env(args.api_key_env)
     path = Path(args.transcript) if args.transcript else default_transcript_path(args.target)
     header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
               "target": args.target, "proxy": args.proxy, "lang": args.lang or default_language()}  # fmt: skip
     writer = _create(path, header, Redactor([api_key]))
     return execute(book, writer, operator, args, api_key, header, events=[])
+
+
+def preflight(url: str) -> None:
+    """Fail in one line, before anything is written, when nothing answers at ``url``."""
+    import httpx
+
+    from wizard.errors import WizardError
+
+    try:
+        httpx.get(url.rstrip("/") + "/health", timeout=10)
+    except httpx.HTTPError as exc:
+        raise WizardError(f"cannot reach {url}: {type(exc).__name__}: {exc}") from None
 
 
 def _create(path: Path, header: dict[str, Any], redactor: Any) -> Any:
