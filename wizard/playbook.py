@@ -332,13 +332,14 @@ def _validate_graph(playbook: Playbook, errors: _Collector) -> None:
         for i, call in enumerate(node.probes):
             if call.name not in PROBES:
                 errors.add(
-                    (*where, "probes", i),
+                    (*where, "probes", i, "name"),
                     f"node '{node.id}': probe '{call.name}' is not registered",
                 )
         for i, rule in enumerate(node.rules):
             if rule.finding not in playbook.findings:
                 errors.add(
-                    (*where, "rules", i), f"node '{node.id}': finding {rule.finding} is not defined"
+                    (*where, "rules", i, "finding"),
+                    f"node '{node.id}': finding {rule.finding} is not defined",
                 )
         if not node.next:
             errors.add(where, f"node '{node.id}' has no 'next' (end a walk with 'to: end')")

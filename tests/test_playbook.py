@@ -1,0 +1,275 @@
+"""The playbook: the built-in one is valid and complete; every validation rule has a negative test."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import wizard_command
+from wizard import conditions, playbook
+from wizard.cli.playbook_cmd import findings_markdown, render_graph
+from wizard.vocabulary import PROCEDURE_ITEMS
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXT = {"en": "x", "zh": "x"}
+
+
+def minimal() -> dict[str, Any]:
+    """A small valid playbook: two stages, a measurement node, every procedure item covered."""
+    return {
+        "id": "mini", "version": 1, "stages": ["one", "two"], "start": "a",
+        "nodes": {
+            "a": {"stage": "one", "title": TEXT, "explain": TEXT, "covers": list(PROCEDURE_ITEMS),
+                  "measure": True, "probes": [{"name": "measure", "as": "m"}],
+                  "rules": [{"when": {"fact": "m.x", "gt": 1}, "finding": "LAT001"}],
+                  "next": [{"when": {"fact": "m.y", "eq": 1}, "to": "b"}, {"to": "b"}]},
+            "b": {"stage": "two", "title": TEXT, "explain": TEXT,
+                  "ask": [{"id": "q", "type": "number", "default": 1, "text": TEXT}],
+                  "next": [{"to": "end"}]},
+        },
+        "findings": {"LAT001": {"cause": "proxy_buffering", "severity": "fail", "title": TEXT,
+                                "advice": TEXT, "evidence": "e", "docs": ["https://nginx.org"],
+                                "change": {"layer": "nginx", "parameter": "proxy_buffering",
+                                           "apply": "proxy_buffering off;"}}},
+    }  # fmt: skip
+
+
+def write(tmp_path: Path, data: Any) -> Path:
+    path = tmp_path / "book.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False))
+    return path
+
+
+def problems(tmp_path: Path, mutate: Callable[[dict[str, Any]], None]) -> list[str]:
+    data = minimal()
+    mutate(data)
+    with pytest.raises(playbook.PlaybookError) as caught:
+        playbook.load(write(tmp_path, data))
+    return caught.value.problems
+
+
+def test_builtin_playbook_is_valid_and_covers_the_procedure() -> None:
+    book = playbook.load()
+    covered = {item for node in book.nodes.values() for item in node.covers}
+    assert covered == set(PROCEDURE_ITEMS)
+    assert book.stages == (
+        "baseline",
+        "entry",
+        "resources",
+        "parallelism",
+        "nginx",
+        "validation",
+        "audit",
+    )
+    for finding in book.findings.values():
+        assert finding.title["zh"] and finding.advice["zh"] and finding.docs
+
+
+def test_minimal_playbook_is_valid(tmp_path: Path) -> None:
+    book = playbook.load(write(tmp_path, minimal()))
+    assert set(book.graph.successors("a")) == {"b"}
+
+
+def _drop(path: list[Any]) -> Callable[[dict[str, Any]], None]:
+    def mutate(data: dict[str, Any]) -> None:
+        target = data
+        for key in path[:-1]:
+            target = target[key]
+        del target[path[-1]]
+
+    return mutate
+
+
+def _set(path: list[Any], value: Any) -> Callable[[dict[str, Any]], None]:
+    def mutate(data: dict[str, Any]) -> None:
+        target = data
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = copy.deepcopy(value)
+
+    return mutate
+
+
+def _unreachable(data: dict[str, Any]) -> None:
+    data["nodes"]["c"] = {"stage": "two", "title": TEXT, "explain": TEXT, "next": [{"to": "end"}]}
+
+
+def _dead_end(data: dict[str, Any]) -> None:
+    data["nodes"]["b"]["next"] = [{"to": "c"}]
+    data["nodes"]["c"] = {
+        "stage": "two",
+        "title": TEXT,
+        "explain": TEXT,
+        "next": [{"to": "b", "loop": False}],
+    }
+
+
+def _cycle_without_measurement(data: dict[str, Any]) -> None:
+    data["nodes"]["b"]["next"] = [{"when": {"answer": "q", "eq": 2}, "to": "c"}, {"to": "end"}]
+    data["nodes"]["c"] = {"stage": "two", "title": TEXT, "explain": TEXT, "next": [{"to": "b"}]}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (_drop(["start"]), "missing top-level key 'start'"),
+        (_set(["start"], "nowhere"), "start node 'nowhere' does not exist"),
+        (_unreachable, "node 'c' is unreachable from 'a'"),
+        (_dead_end, "can never reach the end"),
+        (_set(["nodes", "b", "next"], [{"to": "a"}]), "goes back from stage 'two' to 'one'"),
+        (_cycle_without_measurement, "has no measurement node"),
+        (_set(["nodes", "a", "probes"], [{"name": "teleport"}]), "probe 'teleport' is not registered"),
+        (_set(["nodes", "a", "rules"], [{"when": True, "finding": "LAT999"}]), "finding LAT999 is not defined"),
+        (_set(["nodes", "a", "title"], {"en": "only english"}), "missing its 'zh' text"),
+        (_set(["findings", "LAT001", "advice"], {"zh": "只有中文"}), "missing its 'en' text"),
+        (_set(["nodes", "a", "covers"], ["P0.1"]), "procedure items not covered by any node: P0.2"),
+        (_set(["nodes", "a", "covers"], [*PROCEDURE_ITEMS, "P9.9"]), "unknown procedure item 'P9.9'"),
+        (_set(["nodes", "a", "stage"], "zero"), "unknown stage 'zero'"),
+        (_set(["nodes", "a", "next"], [{"to": "ghost"}]), "edge to unknown node 'ghost'"),
+        (_set(["nodes", "a", "next"], []), "has no 'next'"),
+        (_set(["nodes", "a", "rules"], [{"when": {"fact": "x", "between": 1}, "finding": "LAT001"}]),
+         "unknown operator 'between'"),
+        (_set(["nodes", "a", "colour"], "red"), "unknown key 'colour'"),
+        (_set(["findings", "LAT001", "cause"], "gremlins"), "cause 'gremlins' is not in the vocabulary"),
+        (_set(["findings", "LAT001", "severity"], "meh"), "severity must be one of"),
+        (_set(["findings", "LAT001", "change", "parameter"], "proxy_buffering, gzip"),
+         "a change names exactly one parameter"),
+        (_set(["findings", "LAT001", "docs"], []), "at least one upstream doc link"),
+        (_set(["findings", "L1"], {"cause": "proxy_buffering"}), "finding code 'L1' must look like LAT001"),
+        (_set(["nodes", "b", "ask"], [{"id": "q", "type": "slider", "text": TEXT}]), "question type must be one of"),
+        (_set(["nodes", "b", "ask"], [{"id": "q", "type": "select", "text": TEXT}]), "needs choices"),
+    ],
+)  # fmt: skip
+def test_each_validation_rule(tmp_path: Path, mutate: Any, message: str) -> None:
+    found = problems(tmp_path, mutate)
+    assert any(message in p for p in found), found
+    assert all(p.startswith(str(tmp_path / "book.yaml") + ":") for p in found)
+
+
+def test_declared_remeasure_loop_is_allowed(tmp_path: Path) -> None:
+    data = minimal()
+    data["nodes"]["b"]["next"] = [
+        {"when": {"answer": "q", "eq": 2}, "to": "a", "loop": True},
+        {"to": "end"},
+    ]
+    book = playbook.load(write(tmp_path, data))
+    assert book.graph.edges["b", "a"]["loop"] is True
+
+
+def test_loop_must_lead_to_a_measurement_node(tmp_path: Path) -> None:
+    def mutate(data: dict[str, Any]) -> None:
+        data["nodes"]["a"]["measure"] = False
+        data["nodes"]["b"]["next"] = [{"to": "a", "loop": True}, {"to": "end"}]
+
+    assert any("must lead to a measurement node" in p for p in problems(tmp_path, mutate))
+
+
+def test_errors_carry_the_right_line(tmp_path: Path) -> None:
+    path = write(tmp_path, minimal())
+    text = path.read_text().replace("finding: LAT001", "finding: LAT404")
+    path.write_text(text)
+    line = next(i for i, row in enumerate(text.splitlines(), start=1) if "LAT404" in row)
+    with pytest.raises(playbook.PlaybookError) as caught:
+        playbook.load(path)
+    assert (
+        f"book.yaml:{line - 1}:" in caught.value.problems[0]
+        or f"book.yaml:{line}:" in caught.value.problems[0]
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("nodes: [unclosed", "invalid YAML"),
+        ("a: 1\na: 2\n", "duplicate key 'a'"),
+        ("- just\n- a list\n", "must be a mapping"),
+        ("", "must be a mapping"),
+        ("id: x\n!!python/object:os.system {}\n", "invalid YAML"),
+    ],
+)
+def test_malformed_yaml(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(content)
+    with pytest.raises(playbook.PlaybookError) as caught:
+        playbook.load(path)
+    assert message in str(caught.value)
+
+
+def test_conditions_grammar_and_evaluation() -> None:
+    facts = {
+        "a": {"b": 5, "list": [1, 2]},
+        "direct": {"ttft": 10},
+        "proxy": {"ttft": 50},
+        "none": None,
+    }
+    answers = {"q": "pcie", "n": 3}
+    holds = [
+        True, {"fact": "a.b", "gt": 4}, {"fact": "a.b", "le": 5}, {"answer": "q", "eq": "pcie"},
+        {"answer": "q", "in": ["pcie", "nvlink"]}, {"fact": "a.list", "contains": 2},
+        {"fact": "proxy.ttft", "gt": {"fact": "direct.ttft", "times": 1.5, "plus": 20}},
+        {"answer": "n", "lt": {"answer": "n", "plus": 1}}, {"fact": "missing", "exists": False},
+        {"all": [{"fact": "a.b", "eq": 5}, {"not": {"fact": "a.b", "eq": 6}}]},
+        {"any": [False, {"fact": "a.list.1", "eq": 2}]},
+    ]  # fmt: skip
+    fails = [
+        False, {"fact": "missing", "gt": 1}, {"fact": "none", "gt": 1}, {"fact": "none", "exists": True},
+        {"fact": "a.b", "gt": {"fact": "missing"}}, {"fact": "a.b", "gt": "text"},
+        {"answer": "unasked", "eq": None},
+    ]  # fmt: skip
+    for condition in holds:
+        conditions.check(condition)
+        assert conditions.evaluate(condition, facts, answers), condition
+    for condition in fails:
+        conditions.check(condition)
+        assert not conditions.evaluate(condition, facts, answers), condition
+    for bad in ([1], {"fact": "x"}, {"fact": "x", "answer": "y", "eq": 1}, {"all": []},
+                {"fact": "x", "gt": {"fact": "y", "power": 2}}, "__import__('os')"):  # fmt: skip
+        with pytest.raises(conditions.ConditionError):
+            conditions.check(bad)
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(wizard_command(*args), capture_output=True, text=True, timeout=60)
+
+
+def test_playbook_check_cli(tmp_path: Path) -> None:
+    ok = run_cli("playbook", "check")
+    assert (
+        ok.returncode == 0
+        and ok.stdout.startswith("ok: ")
+        and "44 procedure items covered" in ok.stdout
+    )
+    data = minimal()
+    data["start"] = "nowhere"
+    data["nodes"]["a"]["probes"] = [{"name": "teleport"}]
+    bad = run_cli("playbook", "check", str(write(tmp_path, data)))
+    assert bad.returncode == 1
+    lines = bad.stderr.strip().splitlines()
+    assert len(lines) >= 2 and all(":" in line and "Traceback" not in line for line in lines)
+    missing = run_cli("playbook", "check", str(tmp_path / "absent.yaml"))
+    assert missing.returncode == 1 and "cannot read" in missing.stderr
+
+
+def test_playbook_show_formats() -> None:
+    book = playbook.load()
+    tree = render_graph(book, "tree")
+    assert tree.splitlines()[0] == "baseline.rules [baseline]"
+    assert "↺ baseline.direct [baseline]" in tree
+    mermaid = render_graph(book, "mermaid")
+    assert mermaid.startswith("flowchart TD") and "-.->|loop|" in mermaid
+    dot = render_graph(book, "dot")
+    assert dot.startswith('digraph "vllm-latency"') and dot.rstrip().endswith("}")
+    assert run_cli("playbook", "show", "--format", "mermaid").stdout.strip() == mermaid
+
+
+def test_findings_doc_is_generated_from_the_playbook() -> None:
+    expected = findings_markdown(playbook.load())
+    assert (ROOT / "docs" / "findings.md").read_text(encoding="utf-8") == expected
+    for code in playbook.load().findings:
+        assert f"| {code} |" in expected
