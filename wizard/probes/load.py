@@ -142,6 +142,7 @@ async def run_load(
     headers: dict[str, str] | None = None,
     timeout_s: float = 60.0,
     on_progress: Callable[[Progress], None] | None = None,
+    stagger_s: float = 0.0,
 ) -> LoadResult:
     """Send ``warmup`` requests, then ``requests`` (or for ``duration_s``), ``concurrency`` at a time."""
     if (requests is None) == (duration_s is None):
@@ -162,8 +163,11 @@ async def run_load(
 
     async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
 
-        async def worker() -> None:
+        async def worker(index: int) -> None:
             nonlocal issued, deadline
+            # Identical requests started together stay in lock-step (all prefill, then all
+            # decode); staggering the workers makes new prompts arrive while others decode.
+            await asyncio.sleep(index * stagger_s)
             while more():
                 issued += 1
                 if issued == warmup + 1 and duration_s is not None and deadline is None:
@@ -180,7 +184,7 @@ async def run_load(
         cpu_before = sum(process.cpu_times()[:2])
         began = time.monotonic()
         try:
-            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            await asyncio.gather(*(worker(i) for i in range(concurrency)))
         finally:
             watcher.cancel()
         wall = time.monotonic() - began

@@ -23,7 +23,7 @@ from wizard.probes.stream import RequestSpec
 WATCH_INTERVAL_S = 0.2
 DEFAULTS: dict[str, Any] = {
     "path": "direct", "endpoint": "completions", "input_tokens": 64, "max_tokens": 64,
-    "concurrency": 4, "requests": 16, "warmup": 2,
+    "concurrency": 4, "requests": 16, "warmup": 2, "stagger_ms": 0,
 }  # fmt: skip
 
 
@@ -61,7 +61,7 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         try:
             result = await run_load(
                 url, request, concurrency=int(settings["concurrency"]), requests=int(settings["requests"]),
-                warmup=int(settings["warmup"]), headers=ctx.headers, timeout_s=ctx.timeout_s,
+                warmup=int(settings["warmup"]), headers=ctx.headers, timeout_s=ctx.timeout_s, stagger_s=float(settings["stagger_ms"]) / 1000,
             )  # fmt: skip
         finally:
             watching.cancel()
@@ -128,10 +128,13 @@ class _ServerWatch:
 
         change = delta(before, after)
         server_ttft = change["server_ttft_mean_s"]
+        waiting = [s.waiting for s in usable if s.waiting is not None]
         return {
             "available": True,
             "generation": after.generation,
             "waiting_max": peak([s.waiting for s in usable]),
+            # Arrivals wait a step for admission: only waiting seen in most scrapes is a queue.
+            "waiting_share": sum(1 for w in waiting if w > 0) / len(waiting) if waiting else None,
             "running_max": peak([s.running for s in usable]),
             "kv_usage_max": peak([s.kv_cache_usage for s in usable]),
             "preemptions": change["preemptions"],
