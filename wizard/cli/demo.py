@@ -58,11 +58,14 @@ def demo_command(args: argparse.Namespace) -> int:
 
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        screen.print(f"starting the simulator (scenario {args.scenario}) ...")
+        screen.print(f"starting the simulator (scenario {args.scenario}) ...", soft_wrap=True)
         stack.start()
-        screen.print(f"simulator: {stack.sim_url}  (vLLM log: {stack.sim_log})")
+        screen.print(f"simulator: {stack.sim_url}  (vLLM log: {stack.sim_log})", soft_wrap=True)
         if stack.nginx is not None:
-            screen.print(f"nginx:     {stack.nginx.url}  (nginx's defaults: proxy_buffering on)")
+            screen.print(
+                f"nginx:     {stack.nginx.url}  (nginx's defaults: proxy_buffering on)",
+                soft_wrap=True,
+            )
         elif not args.no_nginx:
             screen.print(
                 "nginx is not installed: walking without the proxy leg (Debian: apt-get install nginx)"

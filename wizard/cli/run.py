@@ -197,15 +197,17 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
     session = Session(book, context, operator, writer, lang, show)
     start = restore(session, events) if events else None
     if events:
-        screen.print(f"resuming {writer.path} at '{start}'", style="bold")
+        screen.print(f"resuming {writer.path} at '{start}'", style="bold", soft_wrap=True)
     try:
         aio.run(walk(session, start))
     except KeyboardInterrupt:
-        screen.print(f"\ninterrupted. The transcript so far is kept in {writer.path}")
-        screen.print(f"continue with: latency-wizard resume {writer.path}")
+        screen.print(
+            f"\ninterrupted. The transcript so far is kept in {writer.path}", soft_wrap=True
+        )
+        screen.print(f"continue with: latency-wizard resume {writer.path}", soft_wrap=True)
         return 130
     finally:
         writer.close()
-    screen.print(f"transcript: {writer.path}")
-    screen.print(f"summary:    latency-wizard export {writer.path} --format md")
+    screen.print(f"transcript: {writer.path}", soft_wrap=True)
+    screen.print(f"summary:    latency-wizard export {writer.path} --format md", soft_wrap=True)
     return 0

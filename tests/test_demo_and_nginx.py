@@ -1,0 +1,117 @@
+"""The demo (simulator + real nginx) and the one-change loop with changes applied for real."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SimProcess, wizard_command
+from wizard import transcript
+from wizard.nginx_runner import Nginx, find_nginx
+
+requires_nginx = pytest.mark.skipif(
+    find_nginx() is None and not os.environ.get("WIZARD_REQUIRE_NGINX"),
+    reason="nginx is not installed (CI installs it and sets WIZARD_REQUIRE_NGINX=1)",
+)
+
+
+def events_of(path: Path, kind: str) -> list[dict[str, Any]]:
+    return [e for e in transcript.load(path).events if e["type"] == kind]
+
+
+def demo(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    path = tmp_path / "demo.ndjson"
+    result = subprocess.run(
+        wizard_command("demo", "--auto", "--transcript", str(path), *args),
+        capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    return result, path
+
+
+def leftover_processes(marker: str) -> list[str]:
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+    return [line for line in ps if marker in line and "ps -eo" not in line]
+
+
+@requires_nginx
+def test_demo_finds_and_fixes_nginx_buffering(tmp_path: Path) -> None:
+    result, path = demo(tmp_path)
+    assert result.returncode == 0, result.stderr
+    findings = {e["data"]["code"]: e["data"] for e in events_of(path, "finding")}
+    assert "LAT001" in findings and findings["LAT001"]["cause"] == "proxy_buffering"
+    change = events_of(path, "change")[0]["data"]
+    assert (change["layer"], change["parameter"], change["before"], change["after"]) == (
+        "nginx", "proxy_buffering", "on", "off",
+    )  # fmt: skip
+    baseline_cmp = next(
+        e["data"] for e in events_of(path, "comparison") if e["data"]["against"] == "baseline"
+    )
+    ttft = next(s for s in baseline_cmp["segments"] if s["segment"] == "ttft_ms")
+    assert ttft["verdict"] == "improved" and ttft["after_p50"] < ttft["before_p50"] / 3
+    assert f"transcript: {path}" in result.stdout
+    assert f"latency-wizard export {path} --format md" in result.stdout
+    assert not leftover_processes("latency-wizard-nginx-") and not leftover_processes(
+        "latency-wizard-demo-"
+    )
+
+
+def test_demo_applies_a_vllm_change_by_restarting_the_simulator(tmp_path: Path) -> None:
+    result, path = demo(tmp_path, "--scenario", "kv-pressure", "--no-nginx")
+    assert result.returncode == 0, result.stderr
+    change = events_of(path, "change")[0]["data"]
+    assert change["parameter"] == "gpu_memory_utilization" and change["after"] == "0.95"
+    assert change["restarted"] is True
+    rounds = {
+        e["data"]["round"]: e["data"]["facts"]
+        for e in events_of(path, "probe_result")
+        if e["data"]["as"] == "loaded"
+    }
+    assert rounds["loaded"]["server"]["preemptions"] > 0
+    assert rounds["loaded#2"]["server"]["preemptions"] == 0  # the fix worked
+    assert rounds["loaded#2"]["cold"] is not None  # warmed up after the restart, kept apart
+    comparison = events_of(path, "comparison")[0]["data"]
+    assert (
+        comparison["fingerprint"]
+        == rounds["loaded"]["fingerprint"]
+        == rounds["loaded#2"]["fingerprint"]
+    )
+    audit = next(
+        e["data"]["facts"] for e in events_of(path, "probe_result") if e["data"]["as"] == "audit"
+    )
+    assert audit["cold_steady_mixed"] is False and audit["multiple_changes_in_step"] is False
+
+
+def test_demo_without_nginx_says_so_and_unknown_scenario_fails_fast(tmp_path: Path) -> None:
+    result = subprocess.run(wizard_command("demo", "--scenario", "nope"), capture_output=True, text=True,
+                            timeout=60)  # fmt: skip
+    assert result.returncode == 2 and "unknown scenario 'nope'" in result.stderr
+
+
+@requires_nginx
+@pytest.mark.parametrize(
+    ("directives", "expected"),
+    [
+        ({"gzip": "on", "gzip_types": "text/event-stream"}, {"proxy_gzip_buffering"}),
+        ({"proxy_buffering": "off"}, set()),
+    ],
+)
+def test_run_auto_through_nginx_variants(
+    healthy_sim: SimProcess, tmp_path: Path, directives: dict[str, str], expected: set[str]
+) -> None:
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(json.dumps({"run_loadgen": False, "continue_all": False}))
+    with Nginx(healthy_sim.url, directives) as nginx:
+        path = tmp_path / "t.ndjson"
+        result = subprocess.run(
+            wizard_command("run", "--target", healthy_sim.url, "--proxy", nginx.url, "--answers", str(answers),
+                           "--transcript", str(path)),
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    found = {e["data"]["cause"] for e in events_of(path, "finding")}
+    assert expected <= found and found - expected <= {"client_saturated"}, found
