@@ -1,0 +1,153 @@
+"""Sessions killed at any point resume; replay verifies and renders; export writes the summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SimProcess, wizard_command
+from wizard import transcript
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "transcripts" / "examples").glob("*.ndjson"))
+
+
+def answers_file(tmp_path: Path) -> Path:
+    path = tmp_path / "answers.yaml"
+    path.write_text(json.dumps({"run_loadgen": False}))
+    return path
+
+
+@pytest.mark.parametrize("kill_after_lines", [2, 9, 25])
+def test_killed_session_resumes_to_a_valid_complete_transcript(
+    healthy_sim: SimProcess, tmp_path: Path, kill_after_lines: int
+) -> None:
+    path = tmp_path / "killed.ndjson"
+    answers = answers_file(tmp_path)
+    process = subprocess.Popen(
+        wizard_command("run", "--target", healthy_sim.url, "--answers", str(answers), "--transcript", str(path)),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if path.exists() and len(path.read_bytes().splitlines()) >= kill_after_lines:
+            break
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    partial = transcript.load(path)  # a SIGKILL leaves a valid prefix
+    assert not partial.complete
+    resumed = subprocess.run(
+        wizard_command("resume", str(path), "--answers", str(answers)),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming" in resumed.stdout
+    loaded = transcript.load(path)
+    assert loaded.complete
+    entered = [e["node"] for e in loaded.events if e["type"] == "node_enter"]
+    assert entered[-1] == "audit.closing" and "resources.kv" in entered
+    again = subprocess.run(
+        wizard_command("resume", str(path), "--auto"), capture_output=True, text=True, timeout=60
+    )
+    assert again.returncode == 2 and "is a completed session" in again.stderr
+
+
+def test_ctrl_c_keeps_the_transcript_and_says_how_to_resume(
+    healthy_sim: SimProcess, tmp_path: Path
+) -> None:
+    path = tmp_path / "interrupted.ndjson"
+    process = subprocess.Popen(
+        wizard_command("run", "--target", healthy_sim.url, "--auto", "--transcript", str(path)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (
+        path.exists() and len(path.read_bytes().splitlines()) >= 6
+    ):
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert f"latency-wizard resume {path}" in out
+    assert "Traceback" not in err
+    assert not transcript.load(path).complete
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_examples_replay_and_export(example: Path, tmp_path: Path) -> None:
+    loaded = transcript.load(example)
+    assert loaded.complete
+    replay = subprocess.run(
+        wizard_command("replay", str(example)), capture_output=True, text=True, timeout=60
+    )
+    assert (
+        replay.returncode == 0 and "verified" in replay.stdout and "walk complete" in replay.stdout
+    )
+    md = subprocess.run(wizard_command("export", str(example), "--format", "md"), capture_output=True, text=True,
+                        timeout=60).stdout  # fmt: skip
+    for heading in ("# Latency incident summary", "## TL;DR", "## Baseline", "## Changes", "## Findings",
+                    "## Timeline", "## Audit", "## Replay"):  # fmt: skip
+        assert heading in md
+    out = tmp_path / "summary.html"
+    result = subprocess.run(wizard_command("export", str(example), "--format", "html", "-o", str(out)),
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 0
+    page = out.read_text()
+    assert page.startswith("<!doctype html>") and "<svg" in page
+    assert "<script src=" not in page  # self-contained: nothing to fetch
+    data = json.loads(subprocess.run(wizard_command("export", str(example), "--format", "json"),
+                                     capture_output=True, text=True, timeout=60).stdout)  # fmt: skip
+    assert {
+        "schema_version",
+        "session",
+        "baseline",
+        "steps",
+        "changes",
+        "findings",
+        "audit",
+    } <= set(data)
+    for finding in data["findings"]:
+        assert {"code", "cause", "severity", "title", "evidence", "advice", "change"} <= set(
+            finding
+        )
+
+
+def test_tampered_copy_fails_replay_with_its_line(tmp_path: Path) -> None:
+    example = EXAMPLES[0]
+    copy = tmp_path / "tampered.ndjson"
+    lines = example.read_text().splitlines(keepends=True)
+    lines[5] = lines[5].replace('"type":"', '"type":"x', 1)  # one edit, still valid JSON
+    copy.write_text("".join(lines))
+    result = subprocess.run(
+        wizard_command("replay", str(copy)), capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"latency-wizard replay: error: {copy}:6: line was edited (its hash does not match)"
+    ]
+    truncated = tmp_path / "truncated.ndjson"
+    truncated.write_bytes(example.read_bytes()[:-40])
+    result = subprocess.run(
+        wizard_command("export", str(truncated)), capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1 and "last line is truncated" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_replay_rerun_compares_with_now(healthy_sim: SimProcess, tmp_path: Path) -> None:
+    path = tmp_path / "short.ndjson"
+    shutil.copy(EXAMPLES[0], path)
+    result = subprocess.run(
+        wizard_command("replay", str(path), "--rerun", "--target", healthy_sim.url),
+        capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "vs the recording" in result.stdout
