@@ -138,7 +138,7 @@ async def _visit(session: Session, node: Node) -> str:
             default = default if found is conditions.MISSING else found
         session.record("question", node.id, {"id": question.id, "type": question.type, "text": question.text,
                                              "choices": list(question.choices), "default": default})  # fmt: skip
-        value = coerce(question, session.operator.ask(question, default, session.lang))
+        value = coerce(question, await session.operator.ask(question, default, session.lang))
         session.answers[question.id] = value
         session.record("answer", node.id, {"id": question.id, "value": value})
     for call in node.probes:
@@ -192,7 +192,7 @@ async def _finding(session: Session, node: Node, finding: Finding) -> None:
     session.record("finding", node.id, data)
     if finding.change is None:
         return
-    decision = session.operator.decide(finding, session.lang)
+    decision = await session.operator.decide(finding, session.lang)
     if not decision.applied:
         session.record(
             "note", node.id, {"text": f"{finding.code}: change not applied ({decision.note})"}

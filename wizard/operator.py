@@ -4,13 +4,14 @@
   applier that can do it safely (the demo restarts its own simulator or nginx).
 - ``ScriptedOperator`` (``--answers FILE``): YAML keyed by question id, plus decisions keyed by
   finding code; an id the playbook does not know is an error.
-- ``InteractiveOperator``: questionary prompts through ``unsafe_ask`` so Ctrl-C reaches us and the
+- ``InteractiveOperator``: questionary prompts through ``unsafe_ask_async`` so Ctrl-C reaches us and the
   partial transcript is kept.
 The engine knows none of them by name; it calls ``ask`` and ``decide``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,9 +44,9 @@ class Applier(Protocol):
 
 
 class Operator(Protocol):
-    def ask(self, question: Question, default: Any, lang: str) -> Any: ...
+    async def ask(self, question: Question, default: Any, lang: str) -> Any: ...
 
-    def decide(self, finding: Finding, lang: str) -> Decision: ...
+    async def decide(self, finding: Finding, lang: str) -> Decision: ...
 
 
 def coerce(question: Question, value: Any) -> Any:
@@ -77,15 +78,15 @@ class AutoOperator:
     def __init__(self, applier: Applier | None = None) -> None:
         self.applier = applier
 
-    def ask(self, question: Question, default: Any, lang: str) -> Any:
+    async def ask(self, question: Question, default: Any, lang: str) -> Any:
         return default
 
-    def decide(self, finding: Finding, lang: str) -> Decision:
+    async def decide(self, finding: Finding, lang: str) -> Decision:
         change = finding.change
         if change is None:
             return Decision(applied=False, note="no change proposed")
         if self.applier is not None and self.applier.can_apply(change):
-            return self.applier.apply(change)
+            return await asyncio.to_thread(self.applier.apply, change)
         return Decision(
             applied=False,
             note="auto mode proposes changes; it applies none to systems it does not own",
@@ -131,16 +132,16 @@ class ScriptedOperator:
                 raise UsageError(f"{path}: unknown question id or finding code '{key}'")
         return cls(data, applier)
 
-    def ask(self, question: Question, default: Any, lang: str) -> Any:
+    async def ask(self, question: Question, default: Any, lang: str) -> Any:
         return self.answers.get(question.id, default)
 
-    def decide(self, finding: Finding, lang: str) -> Decision:
+    async def decide(self, finding: Finding, lang: str) -> Decision:
         choice = self.answers.get(finding.code, "skip")
         change = finding.change or {}
         if choice == "skip" or not change:
             return Decision(applied=False, note="skipped by the answers file")
         if choice == "apply" and self.applier is not None and self.applier.can_apply(change):
-            return self.applier.apply(change)
+            return await asyncio.to_thread(self.applier.apply, change)
         if isinstance(choice, dict):
             return Decision(
                 applied=True, layer=str(choice.get("layer", change.get("layer", ""))),
@@ -157,31 +158,31 @@ def _str(value: Any) -> str | None:
 
 
 class InteractiveOperator:
-    """Prompts on the terminal (questionary, via unsafe_ask so Ctrl-C is ours)."""
+    """Prompts on the terminal (questionary, via unsafe_ask_async so Ctrl-C is ours)."""
 
     def __init__(self, applier: Applier | None = None) -> None:
         self.applier = applier
 
-    def ask(self, question: Question, default: Any, lang: str) -> Any:
+    async def ask(self, question: Question, default: Any, lang: str) -> Any:
         import questionary
 
         text = question.text.get(lang) or question.text["en"]
         if question.type == "confirm":
-            return questionary.confirm(text, default=bool(default)).unsafe_ask()
+            return await questionary.confirm(text, default=bool(default)).unsafe_ask_async()
         if question.type == "select":
-            return questionary.select(
+            return await questionary.select(
                 text, choices=list(question.choices), default=default
-            ).unsafe_ask()
+            ).unsafe_ask_async()
         while True:
-            raw = questionary.text(
+            raw = await questionary.text(
                 text, default="" if default is None else str(default)
-            ).unsafe_ask()
+            ).unsafe_ask_async()
             try:
                 return coerce(question, raw)
             except UsageError as exc:
                 print(exc)
 
-    def decide(self, finding: Finding, lang: str) -> Decision:
+    async def decide(self, finding: Finding, lang: str) -> Decision:
         import questionary
 
         change = finding.change
@@ -196,23 +197,23 @@ class InteractiveOperator:
         prompt = (
             f"{finding.code}: apply `{change['apply']}` ({change['layer']} {change['parameter']})?"
         )
-        action = questionary.select(prompt, choices=choices).unsafe_ask()
+        action = await questionary.select(prompt, choices=choices).unsafe_ask_async()
         if action == "skip":
             return Decision(applied=False, note="skipped by the operator")
         if action == "apply it for me" and self.applier is not None:
-            return self.applier.apply(change)
-        parameter = questionary.text(
+            return await asyncio.to_thread(self.applier.apply, change)
+        parameter = await questionary.text(
             "Which ONE parameter did you change?", default=str(change["parameter"])
-        ).unsafe_ask()
-        before = questionary.text(
+        ).unsafe_ask_async()
+        before = await questionary.text(
             "Its value before:", default=str(change.get("before", ""))
-        ).unsafe_ask()
-        after = questionary.text(
+        ).unsafe_ask_async()
+        after = await questionary.text(
             "Its value now:", default=str(change.get("after", ""))
-        ).unsafe_ask()
-        restarted = questionary.confirm(
+        ).unsafe_ask_async()
+        restarted = await questionary.confirm(
             "Did the server restart (the next requests are cold)?",
             default=change["layer"] == "vllm",
-        ).unsafe_ask()
+        ).unsafe_ask_async()
         return Decision(applied=True, layer=str(change["layer"]), parameter=parameter, before=before,
                         after=after, note="applied by the operator", restarted=restarted)  # fmt: skip
