@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import itertools
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -26,6 +25,7 @@ import time
 from pathlib import Path
 
 import httpx
+from _common import start_sim
 
 from wizard import aio
 from wizard.measure import percentile
@@ -34,25 +34,6 @@ from wizard.probes.stream import RequestSpec
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 STOCK_LOOP = "--stock-loop" in sys.argv
-
-
-def start_sim() -> tuple[subprocess.Popen[str], str]:
-    cpus = os.cpu_count() or 1
-    pin = ["taskset", "-c", "0"] if shutil.which("taskset") and cpus > 1 else []
-    command = [*pin, sys.executable, "-m", "wizard", "sim", "--port", "0", "--quiet"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    match = re.search(r"listening on (\S+)", process.stdout.readline())
-    assert match, "simulator did not start"
-    url = match.group(1)
-    for _ in range(200):
-        try:
-            if httpx.get(url + "/health").status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise SystemExit("simulator never became ready")
 
 
 def accuracy(url: str, streams: int, tokens: int) -> dict[str, float]:

@@ -14,40 +14,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import shutil
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
+from _common import start_sim
 
 from wizard.measure import percentile
 from wizard.probes.load import run_load
 from wizard.probes.stream import RequestSpec
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-
-
-def start_sim() -> tuple[subprocess.Popen[str], str]:
-    cpus = os.cpu_count() or 1
-    pin = ["taskset", "-c", "0"] if shutil.which("taskset") and cpus > 1 else []
-    command = [*pin, sys.executable, "-m", "wizard", "sim", "--port", "0", "--quiet"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    match = re.search(r"listening on (\S+)", process.stdout.readline())
-    assert match, "simulator did not start"
-    url = match.group(1)
-    for _ in range(200):
-        try:
-            if httpx.get(url + "/health").status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise SystemExit("simulator never became ready")
 
 
 def measure(url: str, streams: int, tokens: int) -> dict[str, float]:

@@ -1,0 +1,32 @@
+"""Shared by the benchmark scripts: a simulator pinned to CPU 0, ready to serve."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import httpx
+
+
+def start_sim() -> tuple[subprocess.Popen[str], str]:
+    """Start ``latency-wizard sim`` on a free port (on CPU 0 when taskset exists); return it and its URL."""
+    cpus = os.cpu_count() or 1
+    pin = ["taskset", "-c", "0"] if shutil.which("taskset") and cpus > 1 else []
+    command = [*pin, sys.executable, "-m", "wizard", "sim", "--port", "0", "--quiet"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    match = re.search(r"listening on (\S+)", process.stdout.readline())
+    assert match, "simulator did not start"
+    url = match.group(1)
+    for _ in range(200):
+        try:
+            if httpx.get(url + "/health").status_code == 200:
+                return process, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise SystemExit("simulator never became ready")
