@@ -115,3 +115,25 @@ def test_run_auto_through_nginx_variants(
     assert result.returncode == 0, result.stderr
     found = {e["data"]["cause"] for e in events_of(path, "finding")}
     assert expected <= found and found - expected <= {"client_saturated"}, found
+
+
+def test_demo_interrupted_cleans_up_and_keeps_the_transcript(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    path = tmp_path / "interrupted.ndjson"
+    process = subprocess.Popen(wizard_command("demo", "--auto", "--transcript", str(path)),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (
+        path.exists() and len(path.read_bytes().splitlines()) >= 5
+    ):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "start it again with: latency-wizard demo" in out and "Traceback" not in err
+    assert transcript.load(path).events  # a valid prefix
+    assert not leftover_processes("latency-wizard-nginx-") and not leftover_processes(
+        "latency-wizard-demo-"
+    )

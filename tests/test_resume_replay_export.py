@@ -102,7 +102,9 @@ def test_examples_replay_and_export(example: Path, tmp_path: Path) -> None:
     assert result.returncode == 0
     page = out.read_text()
     assert page.startswith("<!doctype html>") and "<svg" in page
-    assert "<script src=" not in page  # self-contained: nothing to fetch
+    assert (
+        "<script src=" not in page and 'xlink:href="http' not in page
+    )  # self-contained: nothing to fetch
     data = json.loads(subprocess.run(wizard_command("export", str(example), "--format", "json"),
                                      capture_output=True, text=True, timeout=60).stdout)  # fmt: skip
     assert {

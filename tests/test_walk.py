@@ -154,3 +154,31 @@ def test_unwritable_transcript_directory(healthy_sim: SimProcess, tmp_path: Path
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot write the transcript" in lines[0]
+
+
+def test_a_step_naming_two_parameters_is_refused(sim_factory: SimFactory, tmp_path: Path) -> None:
+    sim = sim_factory("--scenario", "kv-pressure")
+    two = {
+        "layer": "vllm",
+        "parameter": "gpu_memory_utilization, max_num_seqs",
+        "before": "0.73",
+        "after": "0.95",
+    }
+    result, path = walk(tmp_path, "--target", sim.url, answers={**QUICK, "LAT010": two})
+    assert result.returncode == 0, result.stderr
+    events = transcript.load(path).events
+    notes = [e["data"]["text"] for e in events if e["type"] == "note"]
+    assert any("names more than one parameter; one change per round" in n for n in notes)
+    assert not [e for e in events if e["type"] == "change"]
+
+
+def test_chinese_walk(sim_factory: SimFactory, tmp_path: Path) -> None:
+    sim = sim_factory("--scenario", "no-chat-template")
+    result, path = walk(tmp_path, "--target", sim.url, "--lang", "zh", answers=QUICK)
+    assert result.returncode == 0, result.stderr
+    assert "基本规则" in result.stdout and "模型没有 chat template" in result.stdout
+    assert transcript.load(path).header["lang"] == "zh"
+    summary = subprocess.run(
+        wizard_command("export", str(path)), capture_output=True, text=True, timeout=60
+    )
+    assert "模型没有 chat template" in summary.stdout

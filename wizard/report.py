@@ -190,7 +190,9 @@ def _baseline_chart(report: dict[str, Any]) -> str:
 
     if not report["baseline"]:
         return ""
-    chart = pygal.Bar(title="Baseline p50 (ms)", height=300, width=700)
+    chart = pygal.Bar(
+        title="Baseline p50 (ms)", height=300, width=700, js=[]
+    )  # js=[]: nothing to fetch
     chart.x_labels = [label for _, label in SEGMENTS]
     for path, data in report["baseline"].items():
         steady = data["steady"]
@@ -206,6 +208,7 @@ def _chart(change: dict[str, Any]) -> str:
         return ""
     chart = pygal.Bar(
         title=f"{change['parameter']}: {change['before']} -> {change['after']} (p50 ms)",
+        js=[],
         height=300,
         width=700,
     )

@@ -83,7 +83,8 @@ def demo_command(args: argparse.Namespace) -> int:
                   "demo": {"scenario": args.scenario, "nginx": proxy is not None}}  # fmt: skip
         writer = _create(path, header, Redactor())
         args.timeout = 60.0
-        return execute(book, writer, operator, args, None, header, events=[])
+        hint = "the demo's processes are stopped with it; start it again with: latency-wizard demo"
+        return execute(book, writer, operator, args, None, header, events=[], resume_hint=hint)
     finally:
         stack.stop()
         signal.signal(signal.SIGTERM, previous)

@@ -175,7 +175,7 @@ def resume_command(args: argparse.Namespace) -> int:
 
 
 def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_key: str | None,
-            header: dict[str, Any], events: list[dict[str, Any]], ctx: Any = None) -> int:  # fmt: skip
+            header: dict[str, Any], events: list[dict[str, Any]], resume_hint: str | None = None) -> int:  # fmt: skip
     """Walk (or continue) with live rendering; keep the transcript on Ctrl-C and say how to resume."""
     from wizard import aio
     from wizard.auth import auth_headers
@@ -192,7 +192,7 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
         if renderable is not None:
             screen.print(renderable)
 
-    context = ctx or ProbeContext(target=header["target"], proxy=header.get("proxy"),
+    context = ProbeContext(target=header["target"], proxy=header.get("proxy"),
                                   headers=auth_headers(api_key), timeout_s=args.timeout)  # fmt: skip
     session = Session(book, context, operator, writer, lang, show)
     start = restore(session, events) if events else None
@@ -204,7 +204,9 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
         screen.print(
             f"\ninterrupted. The transcript so far is kept in {writer.path}", soft_wrap=True
         )
-        screen.print(f"continue with: latency-wizard resume {writer.path}", soft_wrap=True)
+        screen.print(
+            resume_hint or f"continue with: latency-wizard resume {writer.path}", soft_wrap=True
+        )
         return 130
     finally:
         writer.close()
