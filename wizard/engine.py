@@ -110,7 +110,12 @@ async def walk(session: Session, start: str | None = None) -> None:
     playbook = session.playbook
     session.facts.setdefault("visited", {})
     session.facts.setdefault(
-        "session", {"has_proxy": bool(session.ctx.proxy), "target": session.ctx.target}
+        "session",
+        {
+            "has_proxy": bool(session.ctx.proxy),
+            "target": session.ctx.target,
+            "nginx_conf": session.ctx.nginx_conf,
+        },
     )
     session.ctx.session = session  # the audit probe reads the session's history
     node_id = start or playbook.start
@@ -161,7 +166,7 @@ async def _visit(session: Session, node: Node) -> str:
 async def _probe(
     session: Session, node: Node, call: ProbeCall, round_label: str | None = None
 ) -> dict[str, Any]:
-    params = dict(call.params)
+    params = {key: _resolve(value, session) for key, value in call.params.items()}
     result = await run_probe(call.name, session.ctx, params)
     label = round_label or call.as_
     session.facts[call.as_] = result.facts if result.error is None else {"error": result.error}
@@ -239,6 +244,17 @@ async def _remeasure(session: Session, node: Node, wanted: str | None, restarted
     _compare(session, node, previous[0], after, "baseline")
     if len(previous) > 1:
         _compare(session, node, previous[-1], after, "previous round")
+
+
+def _resolve(value: Any, session: Session) -> Any:
+    """A probe parameter may be ``{answer: id}`` or ``{fact: path}``: the value it names."""
+    if isinstance(value, dict) and len(value) == 1:
+        if "answer" in value:
+            return session.answers.get(value["answer"])
+        if "fact" in value:
+            found = conditions.lookup(session.facts, value["fact"])
+            return None if found is conditions.MISSING else found
+    return value
 
 
 def _measurement(record: dict[str, Any]) -> Measurement:

@@ -156,3 +156,42 @@ def validation_view(report: dict[str, Any]) -> Group:
             Text(f"highest VALID Server rate found: {report['peak_qps']:g} qps", style="bold")
         )
     return Group(*parts)
+
+
+def proxy_view(report: dict[str, Any]) -> Group:
+    """Direct vs proxy: the two summaries and the verdict."""
+    style = "bold red" if report["buffering_suspected"] or report["truncated"] else "bold green"
+    return Group(
+        summary_table(report["direct"]["summary"], title="direct"),
+        summary_table(report["via"]["summary"], title="through the proxy"),
+        Text(report["verdict"], style=style),
+    )
+
+
+def nginx_config_view(report: dict[str, Any]) -> Group:
+    """Every proxied location's effective values, then the findings with their directive."""
+    table = Table(title="proxied locations", title_justify="left")
+    for column in (
+        "where",
+        "location",
+        "buffering",
+        "X-Accel",
+        "read/connect s",
+        "http ver",
+        "gzip SSE",
+    ):
+        table.add_column(column)
+    for loc in report["locations"]:
+        table.add_row(
+            f"{loc['file']}:{loc['line']}", loc["path"], f"{loc['proxy_buffering']} ({loc['proxy_buffering_from']})",
+            "ignored" if loc["ignores_x_accel_buffering"] else "honoured",
+            f"{loc['proxy_read_timeout_s']:g}/{loc['proxy_connect_timeout_s']:g}",
+            loc["proxy_http_version"] or "default", "yes" if loc["gzip_event_stream"] else "no",
+        )  # fmt: skip
+    parts: list[Any] = [table]
+    for f in report["findings"]:
+        parts.append(Text(f"{f['file']}:{f['line']} {f['code']} {f['severity']} ({f['cause']}) {f['location']}: "
+                          f"{f['message']}\n    change: {f['directive']}"))  # fmt: skip
+    if not report["findings"]:
+        parts.append(Text("no findings", style="green"))
+    return Group(*parts)

@@ -10,6 +10,8 @@ CAUSES = frozenset({
     "kv_cache_too_small_for_max_model_len", "gpu_memory_pressure", "cold_start_slow",
     "cold_steady_mixed", "multiple_changes_in_step", "total_time_only",
     "cross_scenario_comparison", "client_saturated",
+    # added after the first release (extend, never rename):
+    "proxy_upstream_keepalive",
 })  # fmt: skip
 
 SEVERITIES = ("info", "warn", "fail")

@@ -48,6 +48,21 @@ Never compare results across scenarios. LoadGen's logs go to --outdir.
 Exit status: 0 when LoadGen said VALID, 1 when INVALID, 2 on usage errors."""
 
 
+PROXY_DESCRIPTION = """\
+Send the same streamed request to vLLM directly and through the proxy (nginx), --repeat times each,
+and compare: TTFT inflation, events per network read, whether the response headers were held back
+with the first burst, whether the whole stream was held (gzip with buffering), and streams cut
+short (status 200 without [DONE]: a proxy_read_timeout shorter than a silence).
+Exit status: 0 when the proxy passes events through, 1 when it buffers or cuts, 2 on usage errors."""
+
+CONFIG_DESCRIPTION = """\
+Read an nginx config (a file with its includes, a folder, or saved `nginx -T` output; a pasted
+location block or a template with ${VAR} placeholders works too) and report, for every location
+that proxies, the effective proxy_buffering (and where it was set), X-Accel-Buffering handling,
+timeouts, proxy_http_version, gzip on text/event-stream, proxy_cache and buffer sizes, with the
+exact directive to change. Exit status: 0 without findings, 1 with findings or a syntax error."""
+
+
 def register(subparsers: Any) -> None:
     """Add ``probe`` and its probes."""
     probe = subparsers.add_parser(
@@ -105,6 +120,37 @@ def register(subparsers: Any) -> None:
         "--outdir", default="mlperf-logs", help="LoadGen log folder (default mlperf-logs)"
     )
     validate.set_defaults(handler=run_validate)
+    proxy = probes.add_parser(
+        "proxy", help="direct vs proxy: the burst signature of a buffering proxy",
+        description=PROXY_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    proxy.add_argument("--direct", required=True, help="base URL of vLLM itself")
+    proxy.add_argument(
+        "--via", required=True, help="base URL of the same service through the proxy"
+    )
+    proxy.add_argument("--model", help="model id (default: the first one /v1/models lists)")
+    proxy.add_argument("--endpoint", choices=["completions", "chat"], default="completions")
+    proxy.add_argument(
+        "--input-tokens", type=int, default=32, help="prompt length in words (default 32)"
+    )
+    proxy.add_argument("--max-tokens", type=int, default=64, help="output length (default 64)")
+    proxy.add_argument("--repeat", type=int, default=3, help="requests per path (default 3)")
+    proxy.add_argument(
+        "--timeout", type=float, default=60.0, help="read timeout in seconds (default 60)"
+    )
+    proxy.add_argument("--api-key-env", help="environment variable holding the API key")
+    proxy.add_argument("--json", action="store_true", help="print one JSON object")
+    proxy.set_defaults(handler=run_proxy)
+    config = probes.add_parser(
+        "nginx-config", help="static analysis of an nginx config for token streaming",
+        description=CONFIG_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    config.add_argument("path", help="nginx.conf, a folder of configs, or saved `nginx -T` output")
+    config.add_argument(
+        "--worst-gap-ms", type=float, help="the longest silence seen (TTFT or gap) under load"
+    )
+    config.add_argument("--json", action="store_true", help="print one JSON object")
+    config.set_defaults(handler=run_nginx_config)
 
 
 def _request_arguments(parser: argparse.ArgumentParser) -> None:
@@ -288,3 +334,44 @@ def run_validate(args: argparse.Namespace) -> int:
     }
     _print(report, args, api_key, validation_view(report) if not args.json else None)
     return 0 if results[-1].valid or peak is not None else 1
+
+
+def run_proxy(args: argparse.Namespace) -> int:
+    """Compare the two paths and print the verdict."""
+    from wizard import aio
+    from wizard.auth import api_key_from_env, auth_headers
+    from wizard.errors import UsageError
+    from wizard.probes.proxy_compare import compare_paths
+    from wizard.render import proxy_view
+
+    for url in (args.direct, args.via):
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(f"{url!r} is not an http(s) URL")
+    args.target = args.direct
+    _check(args, "repeat")
+    api_key = api_key_from_env(args.api_key_env)
+    headers = auth_headers(api_key)
+
+    async def measure(client: Any, spec: Any) -> Any:
+        return await compare_paths(args.direct, args.via, spec, repeat=args.repeat, headers=headers,
+                                   timeout_s=args.timeout)  # fmt: skip
+
+    _, report = aio.run(_with_client(args, headers, measure))
+    _print(report, args, api_key, proxy_view(report) if not args.json else None)
+    return 1 if report["buffering_suspected"] or report["truncated"] else 0
+
+
+def run_nginx_config(args: argparse.Namespace) -> int:
+    """Analyse a config; a syntax error is one line with file and line."""
+    import json
+    from pathlib import Path
+
+    from wizard.probes.nginx_config import analyse
+    from wizard.render import console, nginx_config_view
+
+    report = analyse(Path(args.path), args.worst_gap_ms)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        console().print(nginx_config_view(report))
+    return 1 if report["findings"] else 0

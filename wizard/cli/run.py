@@ -36,6 +36,9 @@ def register(subparsers: Any) -> None:
     run.add_argument("--target", required=True, help="base URL of vLLM, e.g. http://127.0.0.1:8000")
     run.add_argument("--proxy", help="base URL of the same service through the proxy (nginx)")
     run.add_argument(
+        "--nginx-conf", help="the proxy's config: nginx.conf, a folder, or saved `nginx -T` output"
+    )
+    run.add_argument(
         "--transcript",
         help="where to write the transcript (default: transcripts/<time>-<target>.ndjson)",
     )
@@ -120,7 +123,8 @@ def run_command(args: argparse.Namespace) -> int:
     api_key = api_key_from_env(args.api_key_env)
     path = Path(args.transcript) if args.transcript else default_transcript_path(args.target)
     header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
-              "target": args.target, "proxy": args.proxy, "lang": args.lang or default_language()}  # fmt: skip
+              "target": args.target, "proxy": args.proxy, "nginx_conf": args.nginx_conf,
+              "lang": args.lang or default_language()}  # fmt: skip
     writer = _create(path, header, Redactor([api_key]))
     return execute(book, writer, operator, args, api_key, header, events=[])
 
@@ -192,7 +196,7 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
         if renderable is not None:
             screen.print(renderable)
 
-    context = ProbeContext(target=header["target"], proxy=header.get("proxy"),
+    context = ProbeContext(target=header["target"], proxy=header.get("proxy"), nginx_conf=header.get("nginx_conf"),
                                   headers=auth_headers(api_key), timeout_s=args.timeout)  # fmt: skip
     session = Session(book, context, operator, writer, lang, show)
     start = restore(session, events) if events else None

@@ -12,4 +12,5 @@ PROBES: dict[str, str] = {
     "metrics": "wizard.probes.metrics:probe",
     "validate": "wizard.probes.validate:probe",
     "audit": "wizard.audit:probe",
+    "nginx-config": "wizard.probes.nginx_config:probe",
 }

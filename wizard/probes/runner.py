@@ -23,6 +23,7 @@ class ProbeContext:
     model: str | None = None
     max_model_len: int | None = None
     timeout_s: float = 60.0
+    nginx_conf: str | None = None
     session: Any = None  # the walk's session, for probes that audit its history
 
     def url_for(self, path: str) -> str:

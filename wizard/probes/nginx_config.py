@@ -1,0 +1,308 @@
+"""Static analysis of an nginx config for token streaming (crossplane parses; we walk the tree).
+
+Input: a config file (its includes followed), a directory (its nginx.conf, else every *.conf), or
+an ``nginx -T`` dump (split on its ``# configuration file PATH:`` markers; includes are resolved
+among the dumped files, never against this machine's /etc/nginx). Pasted fragments work too: a bare
+``location`` block, ``${VAR}`` template placeholders, comments, tabs.
+
+For every location that proxies, the effective values with their inheritance (http -> server ->
+location; an array directive set at an inner level replaces the outer ones), then findings.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import crossplane
+
+from wizard.errors import WizardError
+
+DUMP_MARKER = re.compile(r"^# configuration file (?P<path>.+):\s*$", re.MULTILINE)
+TIME_UNITS = {
+    "ms": 0.001,
+    "s": 1,
+    "m": 60,
+    "h": 3600,
+    "d": 86400,
+    "w": 604800,
+    "M": 2592000,
+    "y": 31536000,
+}
+DEFAULTS = {"proxy_buffering": "on", "proxy_read_timeout": "60s", "proxy_connect_timeout": "60s",
+            "proxy_send_timeout": "60s", "gzip": "off", "gzip_types": "text/html", "proxy_cache": "off"}  # fmt: skip
+# Directives whose every occurrence accumulates at one level and that an inner level replaces whole.
+ARRAY_DIRECTIVES = {"proxy_ignore_headers", "proxy_set_header", "gzip_types", "add_header"}
+INHERITED = {*DEFAULTS, *ARRAY_DIRECTIVES, "proxy_http_version", "proxy_buffer_size", "proxy_buffers",
+             "proxy_busy_buffers_size", "proxy_max_temp_file_size"}  # fmt: skip
+CONNECT_TIMEOUT_CAP_S = 75
+
+
+class ConfigSyntaxError(WizardError):
+    """The config does not parse; the message is ``file:line: problem``."""
+
+
+@dataclass
+class Level:
+    """Directives set at one level (http, server or location), with where they were set."""
+
+    name: str
+    values: dict[str, list[list[str]]]
+    lines: dict[str, int]
+
+
+def parse_time(value: str) -> float | None:
+    """nginx time (``60s``, ``1m30s``, ``500ms``, a bare number of seconds) in seconds."""
+    total, matched = 0.0, False
+    for number, unit in re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|M|y)?", value):
+        total += float(number) * TIME_UNITS.get(unit or "s", 1)
+        matched = True
+    return total if matched else None
+
+
+def load_files(source: Path) -> tuple[dict[str, str], list[str]]:
+    """The config as ``{path: text}`` plus its root file(s)."""
+    if source.is_dir():
+        files = {
+            str(p): p.read_text(encoding="utf-8", errors="replace")
+            for p in sorted(source.rglob("*.conf"))
+        }
+        main = source / "nginx.conf"
+        if not files:
+            raise WizardError(f"{source}: no *.conf files here")
+        return files, [str(main)] if str(main) in files else sorted(files)
+    try:
+        text = source.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise WizardError(f"cannot read {source}: {exc.strerror}") from None
+    markers = list(DUMP_MARKER.finditer(text))
+    if not markers:
+        return {str(source): text}, [str(source)]
+    files = {}
+    for i, marker in enumerate(markers):
+        end = markers[i + 1].start() if i + 1 < len(markers) else len(text)
+        files[marker.group("path")] = text[marker.end() : end]
+    return files, [markers[0].group("path")]
+
+
+def _parse_one(path: str, text: str, display: str) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "nginx.conf"
+        copy.write_text(text, encoding="utf-8")
+        result = crossplane.parse(str(copy), single=True, check_ctx=False, check_args=False)
+    if result["status"] != "ok":
+        error = result["errors"][0]
+        message = re.sub(r" in \S+:\d+$", "", str(error["error"]))
+        raise ConfigSyntaxError(f"{display}:{error.get('line') or 1}: {message}")
+    parsed: list[dict[str, Any]] = result["config"][0]["parsed"]
+    _tag(parsed, path)
+    return parsed
+
+
+def _tag(block: list[dict[str, Any]], path: str) -> None:
+    for directive in block:
+        directive["file"] = path
+        if "block" in directive:
+            _tag(directive["block"], path)
+
+
+def _expand(block: list[dict[str, Any]], files: dict[str, str], parsed: dict[str, Any], base: str,
+            depth: int = 0) -> list[dict[str, Any]]:  # fmt: skip
+    """Replace ``include`` directives with the included files' directives (globs among ``files``)."""
+    out: list[dict[str, Any]] = []
+    for directive in block:
+        if directive["directive"] == "include" and directive["args"] and depth < 20:
+            pattern = directive["args"][0]
+            if not PurePosixPath(pattern).is_absolute():
+                pattern = str(PurePosixPath(base).parent / pattern)
+            for path in sorted(p for p in files if fnmatch.fnmatch(p, pattern)):
+                if path not in parsed:
+                    parsed[path] = _parse_one(path, files[path], path)
+                out.extend(_expand(parsed[path], files, parsed, base, depth + 1))
+            continue
+        if "block" in directive:
+            directive = {
+                **directive,
+                "block": _expand(directive["block"], files, parsed, base, depth),
+            }
+        out.append(directive)
+    return out
+
+
+def _level(name: str, block: list[dict[str, Any]]) -> Level:
+    values: dict[str, list[list[str]]] = {}
+    lines: dict[str, int] = {}
+    for directive in block:
+        key = directive["directive"]
+        if key in INHERITED:
+            values.setdefault(key, []).append(directive["args"])
+            lines.setdefault(key, directive["line"])
+    return Level(name, values, lines)
+
+
+def _effective(levels: list[Level], key: str) -> tuple[list[list[str]] | None, str]:
+    for level in reversed(levels):  # the innermost level that sets it wins, whole
+        if key in level.values:
+            return level.values[key], level.name
+    return None, "default"
+
+
+def _single(levels: list[Level], key: str) -> tuple[str | None, str]:
+    found, source = _effective(levels, key)
+    if found is None:
+        return DEFAULTS.get(key), "default"
+    return " ".join(found[-1]), source
+
+
+def _analyse_location(loc: dict[str, Any], levels: list[Level], server: dict[str, Any],
+                      upstreams: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:  # fmt: skip
+    block = loc.get("block", [])
+    here = [*levels, _level("location", block)]
+    proxy_pass = next(
+        (d["args"][0] for d in block if d["directive"] == "proxy_pass" and d["args"]), None
+    )
+    if proxy_pass is None:
+        return None
+    buffering, buffering_from = _single(here, "proxy_buffering")
+    ignore, _ = _effective(here, "proxy_ignore_headers")
+    ignored = {arg.lower() for args in ignore or [] for arg in args}
+    gzip_on, _ = _single(here, "gzip")
+    types, _ = _effective(here, "gzip_types")
+    type_names = {arg for args in types or [["text/html"]] for arg in args}
+    version, version_from = _single(here, "proxy_http_version")
+    upstream_name = re.sub(r"^https?://", "", proxy_pass).split("/")[0].split(":")[0]
+    upstream = upstreams.get(upstream_name)
+    return {
+        "file": loc["file"], "line": loc["line"],
+        "server_name": " ".join(_server_values(server, "server_name")) or None,
+        "listen": " ".join(_server_values(server, "listen")) or None,
+        "path": " ".join(loc["args"]), "proxy_pass": proxy_pass,
+        "proxy_buffering": buffering, "proxy_buffering_from": buffering_from,
+        "ignores_x_accel_buffering": "x-accel-buffering" in ignored,
+        "proxy_read_timeout_s": parse_time(_single(here, "proxy_read_timeout")[0] or "60s"),
+        "proxy_connect_timeout_s": parse_time(_single(here, "proxy_connect_timeout")[0] or "60s"),
+        "proxy_send_timeout_s": parse_time(_single(here, "proxy_send_timeout")[0] or "60s"),
+        "proxy_http_version": version,
+        "proxy_http_version_note": (
+            "not set: 1.0 before nginx 1.29.7, 1.1 since" if version_from == "default" else None
+        ),
+        "upstream_keepalive": (
+            None if upstream is None else any(d["directive"] == "keepalive" for d in upstream)
+        ),
+        "gzip_event_stream": gzip_on == "on" and bool({"text/event-stream", "*"} & type_names),
+        "proxy_cache": _single(here, "proxy_cache")[0],
+        "proxy_buffer_size": _single(here, "proxy_buffer_size")[0],
+        "proxy_buffers": _single(here, "proxy_buffers")[0],
+    }  # fmt: skip
+
+
+def _server_values(server: dict[str, Any], key: str) -> list[str]:
+    return [arg for d in server.get("block", []) if d["directive"] == key for arg in d["args"]]
+
+
+def _walk(block: list[dict[str, Any]], levels: list[Level], server: dict[str, Any],
+          upstreams: dict[str, list[dict[str, Any]]], out: list[dict[str, Any]]) -> None:  # fmt: skip
+    for directive in block:
+        name = directive["directive"]
+        if name == "http":
+            _walk(
+                directive.get("block", []),
+                [_level("http", directive.get("block", []))],
+                server,
+                upstreams,
+                out,
+            )
+        elif name == "server":
+            inner = directive.get("block", [])
+            _walk(inner, [*levels, _level("server", inner)], directive, upstreams, out)
+        elif name == "location":
+            found = _analyse_location(directive, levels, server, upstreams)
+            if found is not None:
+                out.append(found)
+            inner = directive.get("block", [])
+            _walk([d for d in inner if d["directive"] == "location"], [*levels, _level("location", inner)],
+                  server, upstreams, out)  # fmt: skip
+
+
+def _upstreams(block: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for directive in block:
+        if directive["directive"] == "upstream" and directive["args"]:
+            found[directive["args"][0]] = directive.get("block", [])
+        elif "block" in directive:
+            found.update(_upstreams(directive["block"]))
+    return found
+
+
+def findings_for(
+    location: dict[str, Any], worst_gap_ms: float | None = None
+) -> list[dict[str, Any]]:
+    """What is wrong with one location for token streaming, each with the exact directive."""
+    where = {"file": location["file"], "line": location["line"], "location": location["path"]}
+    out = []
+    buffering = location["proxy_buffering"] == "on"
+    if buffering and location["gzip_event_stream"]:
+        out.append({**where, "code": "LAT002", "cause": "proxy_gzip_buffering", "severity": "fail",
+                    "message": "gzip on text/event-stream with buffering on holds the whole stream",
+                    "directive": "gzip_types without text/event-stream (or proxy_buffering off;)"})  # fmt: skip
+    if buffering:
+        out.append({**where, "code": "LAT001", "cause": "proxy_buffering", "severity": "fail",
+                    "message": f"proxy_buffering is on (from {location['proxy_buffering_from']}): tokens arrive in ~4 KB bursts"
+                    + ("" if location["ignores_x_accel_buffering"] else "; an upstream 'X-Accel-Buffering: no' would also turn it off"),
+                    "directive": "proxy_buffering off;"})  # fmt: skip
+    read = location["proxy_read_timeout_s"]
+    if worst_gap_ms is not None and read is not None and read * 1000 < worst_gap_ms:
+        out.append({**where, "code": "LAT003", "cause": "proxy_read_timeout", "severity": "fail",
+                    "message": f"proxy_read_timeout {read:g}s is shorter than the worst observed silence ({worst_gap_ms:.0f} ms)",
+                    "directive": f"proxy_read_timeout {max(60, int(worst_gap_ms / 1000 * 2) + 1)}s; (or vLLM --sse-keep-alive-interval)"})  # fmt: skip
+    connect = location["proxy_connect_timeout_s"]
+    if connect is not None and connect > CONNECT_TIMEOUT_CAP_S:
+        out.append({**where, "code": "LAT004", "cause": "proxy_connect_timeout", "severity": "warn",
+                    "message": f"proxy_connect_timeout {connect:g}s: connection set-up usually cannot exceed 75 s",
+                    "directive": "proxy_connect_timeout 10s;"})  # fmt: skip
+    if (
+        location["proxy_http_version"] in (None, "1.0")
+        and location["upstream_keepalive"] is not True
+    ):
+        out.append({**where, "code": "LAT005", "cause": "proxy_upstream_keepalive", "severity": "info",
+                    "message": "HTTP/1.0 upstream without keepalive: a new connection per request (not a "
+                    "streaming fault; proxy_buffering off works on HTTP/1.0)",
+                    "directive": 'proxy_http_version 1.1; proxy_set_header Connection ""; upstream keepalive 16;'})  # fmt: skip
+    return out
+
+
+def analyse(source: Path, worst_gap_ms: float | None = None) -> dict[str, Any]:
+    """The ``probe nginx-config --json`` object."""
+    files, roots = load_files(source)
+    parsed: dict[str, Any] = {}
+    locations: list[dict[str, Any]] = []
+    for root in roots:
+        if root not in files:
+            continue
+        parsed[root] = _parse_one(root, files[root], root)
+        tree = _expand(parsed[root], files, parsed, root)
+        # A pasted fragment (a bare server or location) is read as if inside http { }.
+        http_levels = [] if any(d["directive"] == "http" for d in tree) else [_level("http", tree)]
+        _walk(tree, http_levels, {}, _upstreams(tree), locations)
+    findings = [f for location in locations for f in findings_for(location, worst_gap_ms)]
+    return {
+        "locations": locations,
+        "findings": findings,
+        "errors": [],
+        "files": sorted(files),
+        "causes": sorted({f["cause"] for f in findings}),  # for playbook conditions
+    }
+
+
+async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Walk probe: analyse the config the operator handed over (``--nginx-conf`` or an answer)."""
+    path = params.get("path") or getattr(ctx, "nginx_conf", None)
+    if not path:
+        raise WizardError(
+            "no nginx config given (pass --nginx-conf PATH, or paste `nginx -T` output to a file)"
+        )
+    return analyse(Path(str(path)).expanduser(), params.get("worst_gap_ms"))
