@@ -57,6 +57,11 @@ class Nginx:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def config_path(self) -> Path:
+        """The nginx.conf this instance runs with."""
+        return self.prefix / "conf" / "nginx.conf"
+
+    @property
     def error_log(self) -> Path:
         """nginx's error log (timeouts show here, not as status codes)."""
         return self.prefix / "logs" / "error.log"
@@ -91,9 +96,8 @@ http {{
     def _write(self) -> Path:
         for sub in ("conf", "logs", "tmp"):
             (self.prefix / sub).mkdir(parents=True, exist_ok=True)
-        conf = self.prefix / "conf" / "nginx.conf"
-        conf.write_text(self.config())
-        return conf
+        self.config_path.write_text(self.config())
+        return self.config_path
 
     def _command(self, *extra: str) -> list[str]:
         assert self.binary is not None

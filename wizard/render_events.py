@@ -79,6 +79,13 @@ def _probe(data: dict[str, Any]) -> RenderableType:
             f"completions {'ok' if facts.get('completions_ok') else facts.get('completions_status')}, "
             f"chat {'ok' if facts.get('chat_ok') else facts.get('chat_status')}"
         )
+    if name == "nginx-config":
+        found = ", ".join(
+            f"{f['code']} at {f['file']}:{f['line']} ({f['directive']})" for f in facts["findings"]
+        )
+        return Text(
+            f"  nginx config: {len(facts['locations'])} proxied location(s); {found or 'no static findings'}"
+        )
     if name == "audit":
         flags = [k for k, v in facts.items() if v is True and k != "available"]
         return Text(f"  audit: {facts.get('measurements')} measurement(s), {facts.get('changes')} change(s); "

@@ -85,7 +85,10 @@ def load_files(source: Path) -> tuple[dict[str, str], list[str]]:
     files = {}
     for i, marker in enumerate(markers):
         end = markers[i + 1].start() if i + 1 < len(markers) else len(text)
-        files[marker.group("path")] = text[marker.end() : end]
+        body = text[marker.end() : end]
+        files[marker.group("path")] = (
+            body[1:] if body.startswith("\n") else body
+        )  # the marker's newline
     return files, [markers[0].group("path")]
 
 

@@ -229,11 +229,17 @@ async def measure_stream(
             "read_timeout",
             f"no data from {url} within the read timeout",
         )
-    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-        sample.error_kind, sample.error = (
-            "connection_reset",
-            f"connection broke mid-response: {exc}",
-        )
+    except httpx.RemoteProtocolError as exc:
+        if sample.status is not None:
+            # Headers came, then the body stopped without its end: what a proxy read timeout
+            # mid-stream looks like (status 200, never a 504).
+            sample.error_kind = "truncated"
+            sample.error = f"body cut short after status {sample.status}: {exc}"
+        else:
+            sample.error_kind, sample.error = "connection_reset", f"connection broke: {exc}"
+    except httpx.ReadError as exc:
+        sample.error_kind = "connection_reset"
+        sample.error = f"connection broke mid-response: {exc}"
     except httpx.HTTPError as exc:
         sample.error_kind, sample.error = "http_error", f"{type(exc).__name__}: {exc}"
     sample.done_ns = time.monotonic_ns()
