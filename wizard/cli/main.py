@@ -22,8 +22,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="latency-wizard",
         description=(
-            "Guided troubleshooting for LLM inference latency on vLLM (optionally behind nginx). "
-            "Start with 'latency-wizard sim' to serve the built-in vLLM simulator."
+            "Guided troubleshooting for LLM inference latency on vLLM (optionally behind nginx): "
+            "an ordered diagnosis with evidence at every step, one change at a time, a transcript "
+            "you can replay and an incident summary you can paste. Try it with nothing deployed: "
+            "'latency-wizard demo'. On a real server: 'latency-wizard run --target URL'."
         ),
     )
     parser.add_argument("--version", action="version", version=f"latency-wizard {__version__}")
