@@ -128,18 +128,8 @@ def register(subparsers: Any) -> None:
     proxy.add_argument(
         "--via", required=True, help="base URL of the same service through the proxy"
     )
-    proxy.add_argument("--model", help="model id (default: the first one /v1/models lists)")
-    proxy.add_argument("--endpoint", choices=["completions", "chat"], default="completions")
-    proxy.add_argument(
-        "--input-tokens", type=int, default=32, help="prompt length in words (default 32)"
-    )
-    proxy.add_argument("--max-tokens", type=int, default=64, help="output length (default 64)")
+    _request_arguments(proxy, target=False)
     proxy.add_argument("--repeat", type=int, default=3, help="requests per path (default 3)")
-    proxy.add_argument(
-        "--timeout", type=float, default=60.0, help="read timeout in seconds (default 60)"
-    )
-    proxy.add_argument("--api-key-env", help="environment variable holding the API key")
-    proxy.add_argument("--json", action="store_true", help="print one JSON object")
     proxy.set_defaults(handler=run_proxy)
     config = probes.add_parser(
         "nginx-config", help="static analysis of an nginx config for token streaming",
@@ -153,10 +143,11 @@ def register(subparsers: Any) -> None:
     config.set_defaults(handler=run_nginx_config)
 
 
-def _request_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--target", required=True, help="base URL of the server, e.g. http://127.0.0.1:8000"
-    )
+def _request_arguments(parser: argparse.ArgumentParser, target: bool = True) -> None:
+    if target:
+        parser.add_argument(
+            "--target", required=True, help="base URL of the server, e.g. http://127.0.0.1:8000"
+        )
     parser.add_argument("--model", help="model id (default: the first one /v1/models lists)")
     parser.add_argument("--endpoint", choices=["completions", "chat"], default="completions")
     parser.add_argument(
