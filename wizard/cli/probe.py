@@ -63,6 +63,16 @@ timeouts, proxy_http_version, gzip on text/event-stream, proxy_cache and buffer 
 exact directive to change. Exit status: 0 without findings, 1 with findings or a syntax error."""
 
 
+METRICS_DESCRIPTION = """\
+Read vLLM's Prometheus metrics (prometheus_client's parser) in either naming generation: current
+(kv_cache_usage_perc, inter_token_latency_seconds) or 2024-era (gpu_cache_usage_perc,
+time_per_output_token_seconds). Reports KV-cache usage (0..1), preemptions, running and waiting
+requests, engines, server-side TTFT/ITL/queue means from the histograms, and the KV capacity from
+cache_config_info. A server started with --disable-log-stats has no vllm:* series: that is said,
+not reported as zeros. Server-side TTFT counts from the API server's arrival: client TTFT minus it
+is proxy + network + request parsing time."""
+
+
 def register(subparsers: Any) -> None:
     """Add ``probe`` and its probes."""
     probe = subparsers.add_parser(
@@ -141,6 +151,31 @@ def register(subparsers: Any) -> None:
     )
     config.add_argument("--json", action="store_true", help="print one JSON object")
     config.set_defaults(handler=run_nginx_config)
+    metrics = probes.add_parser(
+        "metrics", help="vLLM's /metrics: KV cache, preemptions, queue, server-side TTFT/ITL",
+        description=METRICS_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    source = metrics.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--url", help="base URL of the server (its /metrics is read) or the /metrics URL"
+    )
+    source.add_argument("--file", help="a saved /metrics text")
+    metrics.add_argument("--timeout", type=float, default=10.0, help="seconds to wait (default 10)")
+    metrics.add_argument("--json", action="store_true", help="print one JSON object")
+    metrics.set_defaults(handler=run_metrics)
+    endpoints = probes.add_parser(
+        "endpoints", help="health, version, models, auth, completions vs chat",
+        description="Check the entry point: /health, /version, /v1/models (model, max_model_len), "
+        "whether the API key is needed and accepted (never printed), and whether /v1/completions "
+        "and /v1/chat/completions answer (a missing chat template is recognised).",
+    )  # fmt: skip
+    endpoints.add_argument("--target", required=True, help="base URL of the server")
+    endpoints.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds to wait (default 10)"
+    )
+    endpoints.add_argument("--api-key-env", help="environment variable holding the API key")
+    endpoints.add_argument("--json", action="store_true", help="print one JSON object")
+    endpoints.set_defaults(handler=run_endpoints)
 
 
 def _request_arguments(parser: argparse.ArgumentParser, target: bool = True) -> None:
@@ -366,3 +401,63 @@ def run_nginx_config(args: argparse.Namespace) -> int:
     else:
         console().print(nginx_config_view(report))
     return 1 if report["findings"] else 0
+
+
+def run_metrics(args: argparse.Namespace) -> int:
+    """One snapshot from a URL or a file."""
+    import json
+    from pathlib import Path
+
+    import httpx
+
+    from wizard.errors import UsageError, WizardError
+    from wizard.probes.metrics import parse
+
+    if args.file:
+        try:
+            text = Path(args.file).read_bytes().decode("utf-8", errors="replace")
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+        if not text.strip():
+            raise WizardError(f"{args.file} is empty")
+    else:
+        url = args.url.rstrip("/")
+        url = url if url.endswith("/metrics") else url + "/metrics"
+        try:
+            response = httpx.get(url, timeout=args.timeout)
+        except httpx.TimeoutException:
+            raise WizardError(f"{url} did not answer within {args.timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            raise WizardError(f"cannot read {url}: {type(exc).__name__}: {exc}") from None
+        if response.status_code != 200:
+            raise WizardError(f"{url} answered HTTP {response.status_code}")
+        text = response.text
+    snapshot = parse(text).to_dict()
+    if args.json:
+        print(json.dumps(snapshot, indent=2))
+    else:
+        for key, value in snapshot.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+def run_endpoints(args: argparse.Namespace) -> int:
+    """Check the entry point and print what was found."""
+    import json
+
+    from wizard import aio
+    from wizard.auth import api_key_from_env, auth_headers, mask
+    from wizard.cli.run import preflight
+    from wizard.probes.endpoints import probe
+    from wizard.probes.runner import ProbeContext
+
+    preflight(args.target)
+    api_key = api_key_from_env(args.api_key_env)
+    ctx = ProbeContext(target=args.target, headers=auth_headers(api_key), timeout_s=args.timeout)
+    facts = aio.run(probe(ctx, {}))
+    if args.json:
+        print(mask(json.dumps(facts, indent=2), api_key))
+    else:
+        for key, value in facts.items():
+            print(mask(f"{key}: {value}", api_key))
+    return 0 if facts.get("completions_ok") or facts.get("chat_ok") else 1

@@ -64,7 +64,8 @@ def parse(text: str) -> MetricsSnapshot:
     try:
         families = list(text_string_to_metric_families(text))
     except (ValueError, IndexError) as exc:
-        raise WizardError(f"not valid Prometheus text: {exc}") from None
+        detail = "".join(c if c.isprintable() else "?" for c in str(exc))[:120]
+        raise WizardError(f"not valid Prometheus text: {detail}") from None
     snap = MetricsSnapshot()
     sums: dict[str, float] = {}
     engines: set[str] = set()

@@ -1,0 +1,102 @@
+"""`probe metrics` and `probe endpoints` on their own, including the bad inputs people hand over."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import SimProcess, wizard_command
+from tests.faultserver import fault_server
+
+SimFactory = Callable[..., SimProcess]
+
+
+def probe(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(wizard_command("probe", *args), capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})  # fmt: skip
+
+
+def test_metrics_from_a_live_server_both_generations(sim_factory: SimFactory) -> None:
+    for generation, usage_name in (("v1", "kv_cache_usage"), ("v0", "kv_cache_usage")):
+        sim = sim_factory("--metrics-generation", generation)
+        httpx.post(
+            sim.url + "/v1/completions",
+            json={"prompt": "a b", "max_tokens": 4, "ignore_eos": True},
+            timeout=30,
+        )
+        result = probe("metrics", "--url", sim.url, "--json")
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout)
+        assert report["generation"] == generation and report[usage_name] == 0.0
+        assert report["running"] == 0 and report["waiting"] == 0 and report["engines"] == 1
+        assert report["ttft_s"]["count"] == 1 and report["itl_s"]["count"] == 3
+        assert report["preemptions_total"] == 0
+    assert report["kv_cache_tokens"] == report["num_gpu_blocks"] * report["block_size"]
+
+
+def test_metrics_from_a_file_and_disabled_stats(sim_factory: SimFactory, tmp_path: Path) -> None:
+    sim = sim_factory("--disable-log-stats")
+    saved = tmp_path / "metrics.txt"
+    saved.write_text(httpx.get(sim.url + "/metrics").text)
+    report = json.loads(probe("metrics", "--file", str(saved), "--json").stdout)
+    assert report["stats_disabled"] is True and "--disable-log-stats" in report["note"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "is empty"),
+        (b"<html><body>502 Bad Gateway</body></html>", "this is HTML, not Prometheus metrics"),
+        (b'# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine="0",model_na', "not valid Prometheus text"),
+        (b"\x00\x01\xff\xfe garbage", "not valid Prometheus text"),
+    ],
+)  # fmt: skip
+def test_metrics_bad_files(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "m.txt"
+    path.write_bytes(content)
+    result = probe("metrics", "--file", str(path))
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in result.stderr
+
+
+def test_metrics_url_that_hangs_or_is_wrong(healthy_sim: SimProcess, tmp_path: Path) -> None:
+    with fault_server() as url:
+        hang = probe("metrics", "--url", url + "/hang", "--timeout", "0.5")
+    assert hang.returncode == 1 and "did not answer within 0.5 s" in hang.stderr
+    missing = probe("metrics", "--url", healthy_sim.url + "/nope")
+    assert missing.returncode == 1 and "answered HTTP 404" in missing.stderr
+    unreadable = probe("metrics", "--file", str(tmp_path / "absent.txt"))
+    assert unreadable.returncode == 2 and "cannot read" in unreadable.stderr
+
+
+def test_endpoints(sim_factory: SimFactory) -> None:
+    healthy = json.loads(probe("endpoints", "--target", sim_factory().url, "--json").stdout)
+    assert (
+        healthy["model"] == "meta-llama/Llama-3.1-8B-Instruct" and healthy["max_model_len"] == 8192
+    )
+    assert healthy["auth"] == "none" and healthy["completions_ok"] and healthy["chat_ok"]
+    assert healthy["version"] == "0.34.0" and healthy["health_status"] == 200
+    no_template = json.loads(probe("endpoints", "--target", sim_factory("--scenario", "no-chat-template").url,
+                                   "--json").stdout)  # fmt: skip
+    assert no_template["chat_template_missing"] and no_template["completions_ok"]
+    secured = sim_factory("--scenario", "auth-required", env={"VLLM_API_KEY": "canary-e1d0"})
+    without = probe("endpoints", "--target", secured.url, "--json", env={"VLLM_API_KEY": ""})
+    assert json.loads(without.stdout)["auth"] == "required" and without.returncode == 1
+    wrong = probe("endpoints", "--target", secured.url, "--json", env={"VLLM_API_KEY": "not-it"})
+    assert json.loads(wrong.stdout)["auth"] == "rejected"
+    right = probe("endpoints", "--target", secured.url, env={"VLLM_API_KEY": "canary-e1d0"})
+    assert (
+        right.returncode == 0
+        and "auth: ok" in right.stdout
+        and "canary-e1d0" not in right.stdout + right.stderr
+    )
+    base_path = json.loads(probe("endpoints", "--target", secured.url + "/v1", "--json",
+                                 env={"VLLM_API_KEY": "canary-e1d0"}).stdout)  # fmt: skip
+    assert base_path["wrong_base_path"] is True
