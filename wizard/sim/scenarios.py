@@ -125,7 +125,6 @@ SCENARIOS: dict[str, Scenario] = {
     )
 }
 
-DEMO_API_KEY_ENV = "VLLM_API_KEY"
 
 
 def get_scenario(name: str) -> Scenario:
