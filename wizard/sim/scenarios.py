@@ -126,7 +126,6 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
-
 def get_scenario(name: str) -> Scenario:
     """Look a scenario up by name, with the list of names in the error."""
     try:
