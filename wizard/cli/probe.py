@@ -176,6 +176,18 @@ def register(subparsers: Any) -> None:
     endpoints.add_argument("--api-key-env", help="environment variable holding the API key")
     endpoints.add_argument("--json", action="store_true", help="print one JSON object")
     endpoints.set_defaults(handler=run_endpoints)
+    log = probes.add_parser(
+        "vllm-log", help="read a vLLM start-up/runtime log (any era, any prefix)",
+        description="Read a vLLM log (a file, or standard input with '-'): KV cache size and "
+        "concurrency, GPU blocks, TP/PP, max_model_len, batch limits, chunked prefill, enforce_eager, "
+        "the periodic stats lines, preemptions, and known errors (OOM, KV cache smaller than "
+        "max_model_len in all three wordings, chat template, chunked-prefill budget, TP heads). "
+        "Every era from 2023 V0 to 0.34, any line prefix; several runs in one file are listed under "
+        "'runs' and the last one is reported. Reads line by line: a 1 GB log stays in bounded memory.",
+    )  # fmt: skip
+    log.add_argument("file", nargs="?", default="-", help="the log file, or - for standard input")
+    log.add_argument("--json", action="store_true", help="print one JSON object")
+    log.set_defaults(handler=run_vllm_log)
 
 
 def _request_arguments(parser: argparse.ArgumentParser, target: bool = True) -> None:
@@ -461,3 +473,29 @@ def run_endpoints(args: argparse.Namespace) -> int:
         for key, value in facts.items():
             print(mask(f"{key}: {value}", api_key))
     return 0 if facts.get("completions_ok") or facts.get("chat_ok") else 1
+
+
+def run_vllm_log(args: argparse.Namespace) -> int:
+    """Parse the log and print the contract keys."""
+    import json
+    import sys
+
+    from wizard.errors import UsageError
+    from wizard.probes.vllm_log import read_lines
+
+    if args.file == "-":
+        report = read_lines(sys.stdin)
+    else:
+        try:
+            with open(args.file, encoding="utf-8", errors="replace") as handle:  # noqa: PTH123
+                report = read_lines(handle)
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for key, value in report.items():
+            if key not in ("runs", "stats"):
+                print(f"{key}: {value}")
+        print(f"stats lines: {report['stats_total']}, runs: {len(report['runs'])}")
+    return 0

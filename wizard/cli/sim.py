@@ -137,7 +137,9 @@ def run(args: argparse.Namespace) -> int:
         api_key = DEMO_API_KEY
         print(f"latency-wizard sim: no key given; using the public demo key '{DEMO_API_KEY}' "
               "(set VLLM_API_KEY to choose one)", file=sys.stderr)  # fmt: skip
-    non_default = {"model": config.model, **overrides}
+    # What a user would have typed on `vllm serve` for this scenario, plus the explicit flags.
+    preset = {key: value for key, value in scenario.changes.items() if key in ENGINE_DESTS}
+    non_default = {"model": config.model, **preset, **overrides}
     if api_key:
         non_default["api_key"] = api_key  # logged as [REDACTED]
     streams: list[Any] = [] if args.quiet else [sys.stderr]

@@ -1,0 +1,214 @@
+"""vLLM start-up and runtime logs of every era, read line by line in bounded memory.
+
+Matching ignores the line prefix, so bare messages, ``INFO mm-dd hh:mm:ss file.py:N]`` (2024),
+``(APIServer pid=...)`` / ``(Worker_TP1 pid=...)`` / ``(VllmWorker rank=1 pid=...)``, Ray's nested
+prefixes and custom formats all read the same. Lines glued together are split where a second log
+prefix starts; markdown fences and anything unrecognised are skipped. Several runs in one file are
+told apart by their start-up lines; the last run is reported, every run is listed under ``runs``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MAX_STATS_PER_RUN = 1000
+GLUE = re.compile(
+    r"(?<=\S)(?=(?:\([\w\-]+(?: rank=\d+)? pid=\d+\) )?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d)"
+)
+NUM = r"([\d,]+(?:\.\d+)?)"
+STATS = re.compile(
+    r"Avg prompt throughput: (?P<prompt>[\d.]+) tokens/s, Avg generation throughput: (?P<gen>[\d.]+) tokens/s, "
+    r"Running: (?P<running>\d+) reqs,(?: Swapped: \d+ reqs,)? (?:Waiting|Pending): (?P<waiting>\d+) reqs"
+    r"(?:.*?Preemptions: (?P<preemptions>\d+))?.*?GPU KV cache usage: (?P<kv>[\d.]+)%"
+)
+ERRORS = (
+    ("oom", re.compile(r"CUDA out of memory|OutOfMemoryError")),
+    ("max_seq_len_exceeds_kv_cache", re.compile(
+        r"larger than the maximum number of tokens that can be stored in KV cache"
+        r"|To serve at least one request with the models?'s? max seq len")),
+    ("no_kv_cache_memory", re.compile(r"No available memory for the cache blocks")),
+    ("chat_template_missing", re.compile(r"default chat template is no longer allowed")),
+    ("batched_tokens_below_max_model_len", re.compile(r"max_num_batched_tokens \(\d+\) is smaller than max_model_len")),
+    ("tp_heads_indivisible", re.compile(r"must be divisible by tensor parallel size")),
+    ("engine_init_failed", re.compile(r"Engine core initialization failed|EngineCore failed to start")),
+)  # fmt: skip
+RUN_START = re.compile(r"non-default args: |vLLM API server version |vLLM server version ")
+ENGINE_INIT = re.compile(
+    r"Initializing an? (?P<v1>V1 )?LLM engine \(v[^)]*\) with config: (?P<config>.*)"
+)
+CONFIG_KEYS = {"tensor_parallel_size": int, "pipeline_parallel_size": int, "max_seq_len": int,
+               "enforce_eager": bool, "enable_chunked_prefill": bool}  # fmt: skip
+ARG_KEYS = ("max_model_len", "max_num_batched_tokens", "max_num_seqs", "gpu_memory_utilization",
+            "tensor_parallel_size", "pipeline_parallel_size", "enforce_eager", "enable_chunked_prefill")  # fmt: skip
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+@dataclass
+class Run:
+    """What one server start said."""
+
+    engine: str | None = None
+    kv_cache_tokens: int | None = None
+    max_concurrency: float | None = None
+    max_concurrency_tokens_per_request: int | None = None
+    num_gpu_blocks: int | None = None
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    max_model_len: int | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    gpu_memory_utilization: float | None = None
+    chunked_prefill: bool | None = None
+    enforce_eager: bool | None = None
+    preemptions_seen: bool = False
+    preemption_mode: str | None = None
+    stats: list[dict[str, Any]] = field(default_factory=list)
+    stats_total: int = 0
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    started_at_line: int = 1
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing of this run was recognised."""
+        return self == Run(started_at_line=self.started_at_line)
+
+
+def _apply_args(run: Run, text: str) -> None:
+    try:
+        args = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError):
+        return
+    if not isinstance(args, dict):
+        return
+    for key in ARG_KEYS:
+        if key in args and args[key] is not None:
+            value = args[key]
+            name = {"enable_chunked_prefill": "chunked_prefill"}.get(key, key)
+            setattr(run, name, value)
+
+
+def _apply_config(run: Run, config: str) -> None:
+    for key, kind in CONFIG_KEYS.items():
+        match = re.search(rf"\b{key}=([\w.]+)", config)
+        if match is None:
+            continue
+        raw = match.group(1)
+        value: Any = raw == "True" if kind is bool else int(raw) if raw.isdigit() else None
+        if value is None:
+            continue
+        name = {"max_seq_len": "max_model_len", "enable_chunked_prefill": "chunked_prefill"}.get(
+            key, key
+        )
+        if getattr(run, name) is None:
+            setattr(run, name, value)
+
+
+class LogReader:
+    """Feed lines; read the runs."""
+
+    def __init__(self) -> None:
+        self.runs: list[Run] = [Run()]
+        self.line_number = 0
+
+    @property
+    def run(self) -> Run:
+        return self.runs[-1]
+
+    def feed(self, raw_line: str) -> None:
+        """One physical line (possibly several log lines glued together)."""
+        self.line_number += 1
+        for line in GLUE.split(raw_line.rstrip("\n")):
+            self._line(line)
+
+    def _new_run_if_started(self) -> None:
+        if not self.run.empty:
+            self.runs.append(Run(started_at_line=self.line_number))
+
+    def _line(self, line: str) -> None:
+        if RUN_START.search(line) and (
+            self.run.engine is not None or self.run.kv_cache_tokens is not None
+        ):
+            self._new_run_if_started()
+        run = self.run
+        if (found := line.find("non-default args: ")) >= 0:
+            _apply_args(run, line[found + len("non-default args: ") :])
+        if (init := ENGINE_INIT.search(line)) is not None:
+            if run.engine is not None:
+                self._new_run_if_started()
+                run = self.run
+            run.engine = "v1" if init.group("v1") else "v0"
+            _apply_config(run, init.group("config"))
+        if (match := re.search(r"Using max model len (\d+)", line)) is not None:
+            run.max_model_len = int(match.group(1))
+        if (
+            match := re.search(
+                r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)", line
+            )
+        ) is not None:
+            run.chunked_prefill, run.max_num_batched_tokens = True, int(match.group(1))
+        if (match := re.search(rf"KV cache size: {NUM} tokens", line)) is not None:
+            run.kv_cache_tokens = int(_number(match.group(1)))
+        if (
+            match := re.search(rf"Maximum concurrency for {NUM} tokens per request: {NUM}x", line)
+        ) is not None:
+            run.max_concurrency_tokens_per_request = int(_number(match.group(1)))
+            run.max_concurrency = _number(match.group(2))
+        if (match := re.search(r"# (?:GPU|cuda) blocks: (\d+)", line)) is not None:
+            run.num_gpu_blocks = int(match.group(1))
+            run.engine = run.engine or "v0"
+        if (match := STATS.search(line)) is not None:
+            self._stats(run, match, line)
+        if (
+            match := re.search(
+                r"is preempted by (PreemptionMode\.)?(?P<mode>RECOMPUTE|SWAP) mode", line
+            )
+        ) is not None:
+            run.preemptions_seen, run.preemption_mode = True, match.group("mode")
+        for kind, pattern in ERRORS:
+            if pattern.search(line):
+                run.errors.append({"kind": kind, "line": self.line_number})
+                break
+
+    def _stats(self, run: Run, match: re.Match[str], line: str) -> None:
+        preemptions = int(match.group("preemptions") or 0)
+        if preemptions:
+            run.preemptions_seen = True
+            run.preemption_mode = run.preemption_mode or "RECOMPUTE"  # V1 recomputes, always
+        if "Engine 0" in line or "Engines Aggregated" in line or "Waiting:" in line:
+            run.engine = run.engine or "v1"
+        elif "Pending:" in line:
+            run.engine = run.engine or "v0"
+        run.stats_total += 1
+        run.stats.append({
+            "running": int(match.group("running")), "waiting": int(match.group("waiting")),
+            "gpu_kv_cache_usage_pct": float(match.group("kv")),
+            "prompt_throughput": float(match.group("prompt")), "generation_throughput": float(match.group("gen")),
+            "preemptions": preemptions,
+        })  # fmt: skip
+        if len(run.stats) > MAX_STATS_PER_RUN:
+            del run.stats[0]
+
+    def result(self) -> dict[str, Any]:
+        """The ``probe vllm-log --json`` object: the last run, and every run under ``runs``."""
+        runs = [r for r in self.runs if not r.empty] or [self.run]
+        last = asdict(runs[-1])
+        last["runs"] = [asdict(r) for r in runs]
+        last["lines"] = self.line_number
+        if runs[-1].empty:
+            last["note"] = "nothing in this input looks like a vLLM log line"
+        return last
+
+
+def read_lines(lines: Iterable[str]) -> dict[str, Any]:
+    """Parse an iterable of lines (a file object streams; memory stays bounded)."""
+    reader = LogReader()
+    for line in lines:
+        reader.feed(line)
+    return reader.result()
