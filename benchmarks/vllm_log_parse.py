@@ -1,0 +1,56 @@
+"""Log parsing throughput and peak memory on a large generated vLLM log.
+
+Run on demand: ``python benchmarks/vllm_log_parse.py [--mb 200]``. Writes a log of about that size
+(0.34-style start-up lines once, then stats lines and chatter repeated), parses it with the same
+code as ``probe vllm-log`` and prints MB/s and the process's peak RSS before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+from wizard.probes.vllm_log import read_lines
+
+HEADER = (
+    "(APIServer pid=9) INFO 12-02 10:00:00 [utils.py:96] non-default args: {'model': 'm'}\n"
+    "(EngineCore pid=10) INFO 12-02 10:00:01 [core.py:154] Initializing a V1 LLM engine (v0.34.0) with config: "
+    "model='m', max_seq_len=8192, tensor_parallel_size=1, pipeline_parallel_size=1, enforce_eager=False\n"
+    "(EngineCore pid=10) INFO 12-02 10:00:09 [kv_cache_utils.py:1169] GPU KV cache size: 461,184 tokens, "
+    "Maximum concurrency for 8,192 tokens per request: 56.30x\n"
+)
+BODY = (
+    "(APIServer pid=9) INFO 12-02 10:00:30 [loggers.py:270] Engine 000: Avg prompt throughput: 80.0 tokens/s, "
+    "Avg generation throughput: 160.0 tokens/s, Running: 6 reqs, Waiting: 2 reqs, Preemptions: 1, GPU KV cache usage: 91.0%\n"
+    "(APIServer pid=9) INFO 12-02 10:00:31 [logger.py:40] Received request cmpl-1234: prompt: 'a b c', params: ...\n"
+    '(APIServer pid=9) INFO:     127.0.0.1:51234 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=200)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "vllm.log"
+        with path.open("w") as out:
+            out.write(HEADER)
+            block = BODY * 2000
+            while out.tell() < args.mb * 1024 * 1024:
+                out.write(block)
+        size_mb = path.stat().st_size / 1024 / 1024
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        began = time.monotonic()
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            report = read_lines(handle)
+        seconds = time.monotonic() - began
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{size_mb:.0f} MB, {report['lines']:,} lines, {report['stats_total']:,} stats lines: "
+          f"{seconds:.1f} s = {size_mb / seconds:.1f} MB/s; peak RSS {before:.0f} MB before, {after:.0f} MB after")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
