@@ -137,10 +137,9 @@ async def _visit(session: Session, node: Node) -> str:
     for question in node.ask:
         if not conditions.evaluate(question.when, session.facts, session.answers):
             continue
-        default = question.default
-        if question.default_fact:
-            found = conditions.lookup(session.facts, question.default_fact)
-            default = default if found is conditions.MISSING else found
+        known = (conditions.lookup(session.facts, path) for path in question.default_facts)
+        default = next((v for v in known if v is not conditions.MISSING and v is not None),
+                       question.default)  # fmt: skip
         session.record("question", node.id, {"id": question.id, "type": question.type, "text": question.text,
                                              "choices": list(question.choices), "default": default})  # fmt: skip
         value = coerce(question, await session.operator.ask(question, default, session.lang))

@@ -36,7 +36,7 @@ class Question:
     text: Text
     choices: tuple[str, ...] = ()
     default: Any = None
-    default_fact: str | None = None
+    default_facts: tuple[str, ...] = ()  # the first of these facts that is known wins
     when: Any = True
 
 
@@ -184,6 +184,13 @@ def _parse(data: Any, errors: _Collector, sha256: str, path: str) -> Playbook | 
     )  # fmt: skip
 
 
+def _paths(value: Any) -> tuple[str, ...]:
+    """``default_fact`` is one fact path or a list of them."""
+    if value is None:
+        return ()
+    return tuple(str(v) for v in value) if isinstance(value, list) else (str(value),)
+
+
 def _text(value: Any, where: Path_, errors: _Collector, name: str) -> Text:
     if not isinstance(value, dict):
         errors.add(where, f"{name} must have en and zh texts")
@@ -233,7 +240,7 @@ def _node(node_id: str, body: Any, where: Path_, errors: _Collector) -> Node | N
             errors.add(qwhere, f"select question '{q['id']}' needs choices")
         questions.append(Question(
             str(q["id"]), kind, _text(q["text"], (*qwhere, "text"), errors, f"question '{q['id']}'"),
-            choices, q.get("default"), q.get("default_fact"),
+            choices, q.get("default"), _paths(q.get("default_fact")),
             _condition(q.get("when", True), (*qwhere, "when"), errors),
         ))  # fmt: skip
     probes = []

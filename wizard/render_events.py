@@ -73,6 +73,12 @@ def _probe(data: dict[str, Any]) -> RenderableType:
         return Text(f"  {name} ({label}): failed: {data['error']}", style="red")
     if name == "measure":
         return measurement_table(facts, f"{label}: {facts['path']} {facts['url']}")
+    if name == "host":
+        return Text(_host_line(facts))
+    if name == "vllm-log":
+        return Text(_log_line(facts))
+    if name == "endpoints" and facts.get("reachable") is False:
+        return Text("  endpoints: the server does not answer", style="red")
     if name == "endpoints":
         return Text(
             f"  endpoints: model {facts.get('model')}, version {facts.get('version')}, auth {facts.get('auth')}, "
@@ -95,6 +101,43 @@ def _probe(data: dict[str, Any]) -> RenderableType:
         return Text(f"  LoadGen {facts.get('scenario')}: {facts.get('result')} ({reasons})")
     shown = {k: v for k, v in facts.items() if not isinstance(v, dict | list)}
     return Text(f"  {name} ({label}): " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+
+
+def _known(value: Any, unit: str = "") -> str:
+    return "unknown" if value is None or value == [] else f"{value}{unit}"
+
+
+def _host_line(facts: dict[str, Any]) -> str:
+    names = sorted(set(facts.get("gpu_names") or []))
+    line = (
+        f"  host ({facts['source']}): {_known(facts.get('physical_cores'))} physical cores, "
+        f"{_known(facts.get('gpus'))} GPU(s) {', '.join(names)}, interconnect {facts['interconnect']}, "
+        f"CUDA_VISIBLE_DEVICES {_known(facts.get('cuda_visible_devices'))}"
+    )
+    if facts.get("notes"):
+        line += f"\n    note: {facts['notes'][0]}"
+    return line
+
+
+def _log_line(facts: dict[str, Any]) -> str:
+    if not facts.get("available"):
+        return "  vLLM log: none given (--vllm-log FILE adds start-up config, timings and errors)"
+    if facts.get("note"):
+        return f"  vLLM log {facts['file']}: {facts['note']}"
+    parts = [
+        f"engine {_known(facts.get('engine'))}",
+        f"TP {_known(facts.get('tensor_parallel_size'))} x PP {_known(facts.get('pipeline_parallel_size'))}",
+        f"max_model_len {_known(facts.get('max_model_len'))}",
+        f"max_num_batched_tokens {_known(facts.get('max_num_batched_tokens'))}",
+        f"KV cache {_known(facts.get('kv_cache_tokens'), ' tokens')}",
+        f"start-up {_known(facts.get('startup_s'), ' s')}",
+    ]
+    errors = ", ".join(f"{e['kind']} (line {e['line']})" for e in facts.get("errors", [])[:5])
+    return (
+        f"  vLLM log {facts['file']}: "
+        + ", ".join(parts)
+        + (f"; errors: {errors}" if errors else "")
+    )
 
 
 def measurement_table(facts: dict[str, Any], title: str) -> Table:

@@ -11,7 +11,7 @@ CAUSES = frozenset({
     "cold_steady_mixed", "multiple_changes_in_step", "total_time_only",
     "cross_scenario_comparison", "client_saturated",
     # added after the first release (extend, never rename):
-    "proxy_upstream_keepalive",
+    "proxy_upstream_keepalive", "cuda_visible_devices", "server_not_started",
 })  # fmt: skip
 
 SEVERITIES = ("info", "warn", "fail")

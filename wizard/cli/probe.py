@@ -75,6 +75,8 @@ is proxy + network + request parsing time."""
 
 def register(subparsers: Any) -> None:
     """Add ``probe`` and its probes."""
+    from wizard.cli import probe_host
+
     probe = subparsers.add_parser(
         "probe", help="run one probe on its own (see 'probe stream --help')"
     )
@@ -188,6 +190,7 @@ def register(subparsers: Any) -> None:
     log.add_argument("file", nargs="?", default="-", help="the log file, or - for standard input")
     log.add_argument("--json", action="store_true", help="print one JSON object")
     log.set_defaults(handler=run_vllm_log)
+    probe_host.register(probes)
 
 
 def _request_arguments(parser: argparse.ArgumentParser, target: bool = True) -> None:
@@ -478,19 +481,10 @@ def run_endpoints(args: argparse.Namespace) -> int:
 def run_vllm_log(args: argparse.Namespace) -> int:
     """Parse the log and print the contract keys."""
     import json
-    import sys
 
-    from wizard.errors import UsageError
-    from wizard.probes.vllm_log import read_lines
+    from wizard.probes.vllm_log import read_file
 
-    if args.file == "-":
-        report = read_lines(sys.stdin)
-    else:
-        try:
-            with open(args.file, encoding="utf-8", errors="replace") as handle:  # noqa: PTH123
-                report = read_lines(handle)
-        except OSError as exc:
-            raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+    report = read_file(args.file)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -24,6 +24,7 @@ EPILOG = """\
 examples:
   latency-wizard run --target http://127.0.0.1:8000
   latency-wizard run --target http://vllm:8000 --proxy https://llm.example.com --auto
+  latency-wizard run --target http://vllm:8000 --vllm-log vllm.log --host-evidence gpu-host/
   latency-wizard resume transcripts/20261202T101500Z-vllm-8000.ndjson --auto"""
 
 
@@ -37,6 +38,18 @@ def register(subparsers: Any) -> None:
     run.add_argument("--proxy", help="base URL of the same service through the proxy (nginx)")
     run.add_argument(
         "--nginx-conf", help="the proxy's config: nginx.conf, a folder, or saved `nginx -T` output"
+    )
+    run.add_argument(
+        "--vllm-log",
+        metavar="FILE",
+        help="the server's log (any vLLM era): start-up config, KV cache, timings and errors. With "
+        "it, a server that failed to start is diagnosed from its log",
+    )
+    run.add_argument(
+        "--host-evidence",
+        metavar="DIR",
+        help="files collected on the GPU host (lscpu, nvidia-smi topo -m, GPU list, env, the log); "
+        "see 'latency-wizard probe host --help'",
     )
     run.add_argument(
         "--transcript",
@@ -116,21 +129,34 @@ def run_command(args: argparse.Namespace) -> int:
     for url in filter(None, (args.target, args.proxy)):
         if not url.startswith(("http://", "https://")):
             raise UsageError(f"{url!r} is not an http(s) URL")
+    for given, kind in ((args.vllm_log, "file"), (args.host_evidence, "folder")):
+        if given and not (Path(given).is_file() if kind == "file" else Path(given).is_dir()):
+            raise UsageError(f"{given}: no such {kind}")
     book = playbook_module.load(args.playbook or playbook_module.DEFAULT_PLAYBOOK)
     operator = choose_operator(args, book)
     for url in filter(None, (args.target, args.proxy)):
-        preflight(url)
+        preflight(url, log_given=bool(args.vllm_log))
     api_key = api_key_from_env(args.api_key_env)
     path = Path(args.transcript) if args.transcript else default_transcript_path(args.target)
     header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
               "target": args.target, "proxy": args.proxy, "nginx_conf": args.nginx_conf,
+              "vllm_log": _absolute(args.vllm_log), "host_evidence": _absolute(args.host_evidence),
               "lang": args.lang or default_language()}  # fmt: skip
     writer = _create(path, header, Redactor([api_key]))
     return execute(book, writer, operator, args, api_key, header, events=[])
 
 
-def preflight(url: str) -> None:
-    """Fail in one line, before anything is written, when nothing answers at ``url``."""
+def _absolute(path: str | None) -> str | None:
+    # Kept in the transcript header so that `resume` finds the same files from any directory.
+    return str(Path(path).resolve()) if path else None
+
+
+def preflight(url: str, log_given: bool = False) -> None:
+    """Fail in one line, before anything is written, when nothing answers at ``url``.
+
+    With the server's log at hand the walk goes on: a server that did not start is diagnosed from
+    its log.
+    """
     import httpx
 
     from wizard.errors import WizardError
@@ -138,7 +164,10 @@ def preflight(url: str) -> None:
     try:
         httpx.get(url.rstrip("/") + "/health", timeout=10)
     except httpx.HTTPError as exc:
-        raise WizardError(f"cannot reach {url}: {type(exc).__name__}: {exc}") from None
+        message = f"cannot reach {url}: {type(exc).__name__}: {exc}"
+        if not log_given:
+            raise WizardError(message + " (with --vllm-log FILE the wizard reads why)") from None
+        print(f"{message}; reading the server's log instead", file=sys.stderr)
 
 
 def _create(path: Path, header: dict[str, Any], redactor: Any) -> Any:
@@ -197,7 +226,8 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
             screen.print(renderable)
 
     context = ProbeContext(target=header["target"], proxy=header.get("proxy"), nginx_conf=header.get("nginx_conf"),
-                                  headers=auth_headers(api_key), timeout_s=args.timeout)  # fmt: skip
+                           vllm_log=header.get("vllm_log"), host_evidence=header.get("host_evidence"),
+                           headers=auth_headers(api_key), timeout_s=args.timeout)  # fmt: skip
     session = Session(book, context, operator, writer, lang, show)
     start = restore(session, events) if events else None
     if events:

@@ -63,6 +63,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--log-file", help="also write vLLM-formatted log lines to this file")
     parser.add_argument("--quiet", action="store_true", help="do not copy log lines to stderr")
     parser.add_argument(
+        "--host-evidence", metavar="DIR",
+        help="write the simulated GPU host's lscpu, nvidia-smi topo -m, GPU list and env into DIR "
+        "(for 'run --host-evidence DIR' and 'probe host --evidence DIR')",
+    )  # fmt: skip
+    parser.add_argument(
         "--http", choices=["h11", "httptools"], default="h11",
         help="uvicorn's HTTP implementation (default h11). It changes what nginx does: h11 answers an "
         "HTTP/1.0 proxy with a close-delimited body, which nginx 1.22 buffers; httptools answers "
@@ -142,6 +147,17 @@ def run(args: argparse.Namespace) -> int:
     non_default = {"model": config.model, **preset, **overrides}
     if api_key:
         non_default["api_key"] = api_key  # logged as [REDACTED]
+    if args.host_evidence:
+        from wizard.sim import host_evidence
+
+        try:
+            host_evidence.write(Path(args.host_evidence), config)
+        except OSError as exc:
+            from wizard.errors import UsageError
+
+            raise UsageError(
+                f"cannot write host evidence to {args.host_evidence}: {exc.strerror}"
+            ) from None
     streams: list[Any] = [] if args.quiet else [sys.stderr]
     log_file = None
     if args.log_file:

@@ -13,4 +13,6 @@ PROBES: dict[str, str] = {
     "validate": "wizard.probes.validate:probe",
     "audit": "wizard.audit:probe",
     "nginx-config": "wizard.probes.nginx_config:probe",
+    "host": "wizard.probes.host:probe",
+    "vllm-log": "wizard.probes.vllm_log:probe",
 }

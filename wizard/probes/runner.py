@@ -24,6 +24,8 @@ class ProbeContext:
     max_model_len: int | None = None
     timeout_s: float = 60.0
     nginx_conf: str | None = None
+    vllm_log: str | None = None
+    host_evidence: str | None = None
     session: Any = None  # the walk's session, for probes that audit its history
 
     def url_for(self, path: str) -> str:

@@ -36,6 +36,21 @@ ERRORS = (
     ("tp_heads_indivisible", re.compile(r"must be divisible by tensor parallel size")),
     ("engine_init_failed", re.compile(r"Engine core initialization failed|EngineCore failed to start")),
 )  # fmt: skip
+# Start-up timings: (field, pattern); ranks log their own line and the slowest rank is kept.
+TIMINGS = (
+    ("weights_load_s", re.compile(r"Loading weights took ([\d.]+) s(?:ec|econds)?\b")),
+    ("model_load_s", re.compile(r"Model loading took [\d.]+ ?Gi?B(?: memory)? and ([\d.]+) s")),
+    ("torch_compile_s", re.compile(r"torch\.compile (?:took|takes) ([\d.]+) s in total")),
+    ("graph_capture_s", re.compile(r"Graph capturing finished in ([\d.]+) secs?")),
+    (
+        "init_engine_s",
+        re.compile(r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s"),
+    ),
+)
+DEVICE_MEMORY = re.compile(
+    r"Free memory on device[^(]*\([\d.]+/(?P<free_total>[\d.]+) GiB\)"
+    r"|has a total capacity of (?P<capacity>[\d.]+) GiB"
+)
 RUN_START = re.compile(r"non-default args: |vLLM API server version |vLLM server version ")
 ENGINE_INIT = re.compile(
     r"Initializing an? (?P<v1>V1 )?LLM engine \(v[^)]*\) with config: (?P<config>.*)"
@@ -72,7 +87,25 @@ class Run:
     stats: list[dict[str, Any]] = field(default_factory=list)
     stats_total: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
+    weights_load_s: float | None = None
+    weights_load_ranks: int = 0
+    model_load_s: float | None = None
+    torch_compile_s: float | None = None
+    graph_capture_s: float | None = None
+    init_engine_s: float | None = None
+    device_memory_gib: float | None = None
     started_at_line: int = 1
+
+    @property
+    def startup_s(self) -> float | None:
+        """Loading plus engine initialisation (profile, KV cache, compile, graphs), when logged."""
+        loading = self.model_load_s or self.weights_load_s
+        init = self.init_engine_s or (
+            ((self.torch_compile_s or 0.0) + (self.graph_capture_s or 0.0)) or None
+        )
+        if loading is None and init is None:
+            return None
+        return round((loading or 0.0) + (init or 0.0), 2)
 
     @property
     def empty(self) -> bool:
@@ -108,6 +141,21 @@ def _apply_config(run: Run, config: str) -> None:
         )
         if getattr(run, name) is None:
             setattr(run, name, value)
+
+
+BUDGET_ERROR = re.compile(
+    r"max_num_batched_tokens \((\d+)\) is smaller than max_model_len \((\d+)\)"
+)
+SEQ_LEN_ERROR = re.compile(r"max seq len \((\d+)\)")
+
+
+def _numbers_from_error(run: Run, line: str) -> None:
+    # A server that fails its config checks logs no config lines; the message carries the numbers.
+    if (match := BUDGET_ERROR.search(line)) is not None:
+        run.max_num_batched_tokens = run.max_num_batched_tokens or int(match.group(1))
+        run.max_model_len = run.max_model_len or int(match.group(2))
+    elif (match := SEQ_LEN_ERROR.search(line)) is not None:
+        run.max_model_len = run.max_model_len or int(match.group(1))
 
 
 class LogReader:
@@ -171,10 +219,25 @@ class LogReader:
             )
         ) is not None:
             run.preemptions_seen, run.preemption_mode = True, match.group("mode")
+        self._timings(run, line)
         for kind, pattern in ERRORS:
             if pattern.search(line):
                 run.errors.append({"kind": kind, "line": self.line_number})
+                _numbers_from_error(run, line)
                 break
+
+    @staticmethod
+    def _timings(run: Run, line: str) -> None:
+        if "took" not in line and "finished in" not in line and "GiB" not in line:
+            return
+        for name, pattern in TIMINGS:
+            if (match := pattern.search(line)) is not None:
+                seconds = float(match.group(1))
+                setattr(run, name, max(seconds, getattr(run, name) or 0.0))
+                if name == "weights_load_s":
+                    run.weights_load_ranks += 1
+        if (match := DEVICE_MEMORY.search(line)) is not None:
+            run.device_memory_gib = float(match.group("free_total") or match.group("capacity"))
 
     def _stats(self, run: Run, match: re.Match[str], line: str) -> None:
         preemptions = int(match.group("preemptions") or 0)
@@ -198,12 +261,16 @@ class LogReader:
     def result(self) -> dict[str, Any]:
         """The ``probe vllm-log --json`` object: the last run, and every run under ``runs``."""
         runs = [r for r in self.runs if not r.empty] or [self.run]
-        last = asdict(runs[-1])
-        last["runs"] = [asdict(r) for r in runs]
+        last = _as_dict(runs[-1])
+        last["runs"] = [_as_dict(r) for r in runs]
         last["lines"] = self.line_number
         if runs[-1].empty:
             last["note"] = "nothing in this input looks like a vLLM log line"
         return last
+
+
+def _as_dict(run: Run) -> dict[str, Any]:
+    return {**asdict(run), "startup_s": run.startup_s}
 
 
 def read_lines(lines: Iterable[str]) -> dict[str, Any]:
@@ -212,3 +279,62 @@ def read_lines(lines: Iterable[str]) -> dict[str, Any]:
     for line in lines:
         reader.feed(line)
     return reader.result()
+
+
+# Errors after which the server never came up: the walk explains them instead of measuring.
+START_UP_FAILURES = frozenset({
+    "max_seq_len_exceeds_kv_cache", "no_kv_cache_memory", "batched_tokens_below_max_model_len",
+    "tp_heads_indivisible", "engine_init_failed", "oom",
+})  # fmt: skip
+
+
+def read_file(path: str) -> dict[str, Any]:
+    """Parse a log file (``-`` is standard input); a one-line UsageError when it cannot be read."""
+    import sys
+
+    from wizard.errors import UsageError
+
+    if path == "-":
+        return read_lines(sys.stdin)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:  # noqa: PTH123
+            return read_lines(handle)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def walk_facts(report: dict[str, Any]) -> dict[str, Any]:
+    """The report without its bulky lists, plus what the playbook's rules read."""
+    facts = {k: v for k, v in report.items() if k not in ("runs", "stats")}
+    stats = report["stats"]
+    kinds = [e["kind"] for e in report["errors"]]
+    tp, pp = report["tensor_parallel_size"], report["pipeline_parallel_size"] or 1
+    facts.update(
+        runs_count=len(report["runs"]),
+        error_kinds=kinds,
+        startup_failed=_failed_to_start(kinds, report),
+        gpus_used=tp * pp if tp else None,
+        stats_waiting_max=max((s["waiting"] for s in stats), default=None),
+        stats_preemptions=sum(s["preemptions"] for s in stats),
+        stats_kv_usage_max_pct=max((s["gpu_kv_cache_usage_pct"] for s in stats), default=None),
+    )  # fmt: skip
+    return facts
+
+
+def _failed_to_start(kinds: list[str], report: dict[str, Any]) -> bool:
+    # The budget check runs before the engine exists; the others count only before the KV cache was
+    # sized (an OOM at runtime is not a failed start).
+    if "batched_tokens_below_max_model_len" in kinds:
+        return True
+    return bool(START_UP_FAILURES.intersection(kinds)) and report["kv_cache_tokens"] is None
+
+
+async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Walk probe: the log given with --vllm-log, else one found among the host evidence."""
+    import asyncio
+
+    path = getattr(ctx, "vllm_log", None) or params.get("path")
+    if not path:
+        return {"available": False}
+    report = await asyncio.to_thread(read_file, str(path))
+    return {"available": True, "file": str(path), **walk_facts(report)}

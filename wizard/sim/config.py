@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from wizard.errors import ConfigError
+from wizard.vllm_defaults import default_batch_limits
 
 GIB = 1024**3
 
@@ -110,15 +111,6 @@ class Resolved:
     gpu_memory_utilization: float
     max_concurrency: float
     load_time_s: float
-
-
-def default_batch_limits(gpu_memory_gib: float) -> tuple[int, int]:
-    """vLLM 0.34's serve defaults for (max_num_batched_tokens, max_num_seqs) by device memory."""
-    if gpu_memory_gib >= 160:
-        return 16384, 1024
-    if gpu_memory_gib >= 70:
-        return 8192, 1024
-    return 2048, 256
 
 
 def resolve(config: SimConfig) -> Resolved:

@@ -1,0 +1,338 @@
+"""The GPU host: physical cores against GPUs (P3.1), the GPU interconnect (P4.5) and
+CUDA_VISIBLE_DEVICES (P4.9), from this machine or from files collected on the GPU host.
+
+Sources, best first: files handed over with ``--host-evidence DIR`` (``lscpu``, ``nvidia-smi topo
+-m``, ``nvidia-smi -L`` or ``--query-gpu=name,memory.total --format=csv``, ``env``, the vLLM log; each
+file is recognised by its content, not its name); else this machine (psutil, then NVML through
+nvidia-ml-py, then ``nvidia-smi``). Whatever cannot be known is ``None`` with a hint saying how to
+collect it; nothing here raises for a missing tool or a machine without GPUs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from wizard.vllm_defaults import default_batch_limits
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+DEVICE = re.compile(r"^GPU\d+$")
+SNIFF_BYTES = 64 * 1024
+SMALL_FILE_BYTES = 1024 * 1024
+COLLECT_HINT = (
+    "on the GPU host run: lscpu > lscpu.txt; nvidia-smi topo -m > topo.txt; "
+    "nvidia-smi --query-gpu=name,memory.total --format=csv > gpus.csv; env > env.txt; "
+    "then pass that folder (with the vLLM log) as --host-evidence DIR"
+)
+
+
+@dataclass
+class Host:
+    """What is known about the GPU host; ``sources`` says where each fact came from."""
+
+    physical_cores: int | None = None
+    logical_cpus: int | None = None
+    gpus: int | None = None
+    gpu_names: list[str] = field(default_factory=list)
+    gpu_memory_gib: float | None = None
+    topology: dict[str, Any] | None = None
+    cuda_visible_devices: str | None = None
+    vllm_log: str | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_facts(self) -> dict[str, Any]:
+        """The probe's facts, with the derived ones the playbook reads."""
+        facts = asdict(self)
+        visible = _visible_count(self.cuda_visible_devices)
+        facts["visible_gpus"] = visible
+        facts["interconnect"] = interconnect(self.topology, self.cuda_visible_devices)
+        facts["batch_budget_default"] = (
+            default_batch_limits(self.gpu_memory_gib, " ".join(self.gpu_names))[0]
+            if self.gpu_memory_gib is not None
+            else None
+        )
+        # Cores matter against the GPUs of the same host: a machine without GPUs (the wizard's
+        # laptop) says nothing about the GPU host's cores.
+        facts["gpu_host"] = (
+            {"physical_cores": self.physical_cores, "gpus": visible or self.gpus}
+            if self.gpus and self.physical_cores
+            else None
+        )
+        return facts
+
+
+# -- parsers: text in, facts out --------------------------------------------------------------
+
+
+def parse_topology(text: str) -> dict[str, Any]:
+    """``nvidia-smi topo -m``: the GPUs and the link between every pair (NV# = NVLink)."""
+    lines = [ANSI.sub("", line) for line in text.splitlines()]
+    # The header starts with GPU0 (after a tab); a matrix row starting with GPU0 continues with X.
+    header_at = next(
+        (i for i, line in enumerate(lines) if line.split()[:1] == ["GPU0"] and line.split()[1:2] != ["X"]),
+        None,
+    )  # fmt: skip
+    if header_at is None:
+        return {"gpus": 0, "nvlink_all_pairs": None, "pairs": [], "error": "no GPU matrix found"}
+    columns: list[str] = []
+    for token in lines[header_at].split():
+        if not re.match(r"^(GPU|NIC)\d+$", token):
+            break
+        columns.append(token)
+    links: dict[tuple[str, str], str] = {}
+    devices: list[str] = []
+    for line in lines[header_at + 1 :]:
+        cells = line.split()
+        if not cells or not DEVICE.match(cells[0]):
+            continue
+        devices.append(cells[0])
+        for column, cell in zip(columns, cells[1 : 1 + len(columns)], strict=False):
+            if DEVICE.match(column) and column != cells[0]:
+                links[(cells[0], column)] = cell
+    pairs = [
+        {"a": a, "b": b, "link": links.get((a, b)) or links.get((b, a)) or "?"}
+        for a, b in combinations(devices, 2)
+    ]
+    all_nvlink = all(p["link"].startswith("NV") for p in pairs) if pairs else None
+    return {"gpus": len(devices), "nvlink_all_pairs": all_nvlink, "pairs": pairs}
+
+
+def interconnect(topology: dict[str, Any] | None, visible: str | None = None) -> str:
+    """nvlink, pcie, mixed, single or unknown, among the GPUs vLLM can see."""
+    if not topology or not topology.get("gpus"):
+        return "unknown"
+    names = _visible_names(visible)
+    pairs = [p for p in topology["pairs"] if names is None or (p["a"] in names and p["b"] in names)]
+    if not pairs:
+        return "single"
+    nvlink = [p["link"].startswith("NV") for p in pairs]
+    return "nvlink" if all(nvlink) else "pcie" if not any(nvlink) else "mixed"
+
+
+def parse_lscpu(text: str) -> dict[str, int]:
+    """``lscpu``: physical cores = cores per socket x sockets; logical CPUs."""
+    fields = dict(
+        (key.strip(), value.strip())
+        for key, _, value in (line.partition(":") for line in text.splitlines())
+        if value
+    )
+    found: dict[str, int] = {}
+    with contextlib.suppress(KeyError, ValueError):
+        found["logical_cpus"] = int(fields["CPU(s)"])
+    with contextlib.suppress(KeyError, ValueError):
+        found["physical_cores"] = int(fields["Core(s) per socket"]) * int(
+            fields.get("Socket(s)", "1")
+        )
+    return found
+
+
+def parse_gpu_list(text: str) -> dict[str, Any]:
+    """``nvidia-smi -L`` or ``--query-gpu=name,memory.total --format=csv``: names and memory."""
+    names = re.findall(r"^GPU \d+: (.+?) \(UUID:", text, re.MULTILINE)
+    memory = [float(m) / 1024 for m in re.findall(r",\s*(\d+)\s*MiB\s*$", text, re.MULTILINE)]
+    if not names:
+        names = [
+            line.split(",")[0].strip()
+            for line in text.splitlines()
+            if re.search(r",\s*\d+\s*MiB\s*$", line)
+        ]
+    if not memory:
+        memory = [float(m) for m in re.findall(r"(\d+)\s*GB\b", " ".join(names))]
+    return {
+        "gpu_names": names,
+        "gpus": len(names) or None,
+        "gpu_memory_gib": round(min(memory), 1) if memory else None,
+    }
+
+
+def parse_env(text: str) -> str | None:
+    """``CUDA_VISIBLE_DEVICES`` from ``env`` output (or a shell line exporting it)."""
+    match = re.search(r"^(?:export\s+)?CUDA_VISIBLE_DEVICES=\"?([^\"\n]*)\"?", text, re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
+# -- sources ------------------------------------------------------------------------------------
+
+
+def from_evidence(folder: Path) -> Host:
+    """Read every file of ``folder``, recognising each one by what it contains."""
+    host = Host()
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    for path in files:
+        try:
+            with path.open("rb") as handle:
+                head = handle.read(SNIFF_BYTES).decode("utf-8", "replace")
+        except OSError as exc:
+            host.notes.append(f"{path.name}: cannot read ({exc.strerror})")
+            continue
+        _read_evidence_file(host, path, head)
+    if not files:
+        host.notes.append(f"{folder} holds no files; {COLLECT_HINT}")
+    _note_missing(host)
+    return host
+
+
+def _read_evidence_file(host: Host, path: Path, head: str) -> None:
+    small = path.stat().st_size <= SMALL_FILE_BYTES
+    text = path.read_text("utf-8", "replace") if small else head
+    recognised = False
+    if "GPU0" in head and ("Legend" in head or "CPU Affinity" in head):
+        host.topology = parse_topology(text)
+        host.sources["topology"] = path.name
+        recognised = True
+    if "Core(s) per socket" in head or re.search(r"^CPU\(s\):", head, re.MULTILINE):
+        for key, value in parse_lscpu(text).items():
+            setattr(host, key, value)
+            host.sources[key] = path.name
+        recognised = True
+    if re.search(r"^GPU \d+: .+\(UUID:", head, re.MULTILINE) or "memory.total" in head:
+        for key, value in parse_gpu_list(text).items():
+            if value:
+                setattr(host, key, value)
+                host.sources[key] = path.name
+        recognised = True
+    if (visible := parse_env(text)) is not None:
+        host.cuda_visible_devices = visible
+        host.sources["cuda_visible_devices"] = path.name
+        recognised = True
+    if not recognised and _looks_like_vllm_log(head):
+        host.vllm_log = str(path)
+        host.sources["vllm_log"] = path.name
+        recognised = True
+    if not recognised:
+        host.notes.append(
+            f"{path.name}: not recognised (expected lscpu, nvidia-smi, env or a vLLM log)"
+        )
+
+
+def _looks_like_vllm_log(head: str) -> bool:
+    from wizard.probes.vllm_log import read_lines
+
+    return not read_lines(head.splitlines(keepends=True)).get("note")
+
+
+def from_this_machine() -> Host:
+    """psutil for cores; NVML, else nvidia-smi, for GPUs and links; the environment."""
+    import psutil
+
+    host = Host(
+        physical_cores=psutil.cpu_count(logical=False),
+        logical_cpus=psutil.cpu_count(logical=True),
+        cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+    )
+    host.sources.update(physical_cores="psutil", logical_cpus="psutil")
+    if host.cuda_visible_devices is not None:
+        host.sources["cuda_visible_devices"] = "environment"
+    if not _from_nvml(host) and not _from_nvidia_smi(host):
+        host.notes.append(
+            "no NVIDIA driver on this machine (no NVML, no nvidia-smi): GPU count and links are "
+            f"unknown; if vLLM runs elsewhere, {COLLECT_HINT}"
+        )
+    _note_missing(host)
+    return host
+
+
+def _from_nvml(host: Host) -> bool:
+    try:
+        import pynvml
+    except ImportError:
+        return False
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return False
+    try:
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        host.gpus = len(handles)
+        host.gpu_names = [str(pynvml.nvmlDeviceGetName(h)) for h in handles]
+        memory = [pynvml.nvmlDeviceGetMemoryInfo(h).total / 2**30 for h in handles]
+        host.gpu_memory_gib = round(min(memory), 1) if memory else None
+        pairs = []
+        for (i, a), (j, b) in combinations(enumerate(handles), 2):
+            status = pynvml.nvmlDeviceGetP2PStatus(a, b, pynvml.NVML_P2P_CAPS_INDEX_NVLINK)
+            link = "NV" if status == pynvml.NVML_P2P_STATUS_OK else "PCIe"
+            pairs.append({"a": f"GPU{i}", "b": f"GPU{j}", "link": link})
+        host.topology = {
+            "gpus": len(handles),
+            "nvlink_all_pairs": all(p["link"] == "NV" for p in pairs) if pairs else None,
+            "pairs": pairs,
+        }
+        host.sources.update(gpus="nvml", topology="nvml")
+    except pynvml.NVMLError as exc:
+        host.notes.append(f"NVML answered but failed: {exc}")
+    finally:
+        pynvml.nvmlShutdown()
+    return host.gpus is not None
+
+
+def _from_nvidia_smi(host: Host) -> bool:
+    binary = shutil.which("nvidia-smi")
+    if binary is None:
+        return False
+    try:
+        listing = subprocess.run(
+            [binary, "--query-gpu=name,memory.total", "--format=csv"],
+            capture_output=True, text=True, timeout=20, check=True,
+        ).stdout  # fmt: skip
+        topo = subprocess.run(
+            [binary, "topo", "-m"], capture_output=True, text=True, timeout=20, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        host.notes.append(f"nvidia-smi failed: {exc}")
+        return False
+    for key, value in parse_gpu_list(listing).items():
+        setattr(host, key, value)
+    host.topology = parse_topology(topo)
+    host.sources.update(gpus="nvidia-smi", topology="nvidia-smi topo -m")
+    return True
+
+
+def _note_missing(host: Host) -> None:
+    if host.physical_cores is None:
+        host.notes.append(f"physical cores unknown; {COLLECT_HINT}")
+    if host.gpus and host.gpus > 1 and host.topology is None:
+        host.notes.append("GPU links unknown: add the output of `nvidia-smi topo -m`")
+
+
+def _visible_names(visible: str | None) -> set[str] | None:
+    if visible is None or not visible.strip():
+        return None
+    ids = [v.strip() for v in visible.split(",") if v.strip()]
+    if not all(v.isdigit() for v in ids):
+        return None  # UUIDs or MIG ids: the topology matrix cannot be filtered by them
+    return {f"GPU{v}" for v in ids}
+
+
+def _visible_count(visible: str | None) -> int | None:
+    if visible is None:
+        return None
+    return len([v for v in visible.split(",") if v.strip()])
+
+
+def gather(evidence: str | None) -> dict[str, Any]:
+    """The probe's facts: from ``evidence`` (a folder) when given, else from this machine."""
+    if evidence:
+        folder = Path(evidence)
+        if not folder.is_dir():
+            from wizard.errors import UsageError
+
+            raise UsageError(f"--host-evidence {evidence}: not a folder")
+        host = from_evidence(folder)
+        source = "evidence"
+    else:
+        host = from_this_machine()
+        source = "this machine"
+    return {"source": source, **host.to_facts()}
+
+
+async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Walk probe: the host evidence the session was given, else this machine."""
+    return gather(getattr(ctx, "host_evidence", None))
