@@ -26,6 +26,7 @@ class SimProcess:
     process: subprocess.Popen[str]
     log_file: Path
     stderr_file: Path
+    host_evidence: Path  # the simulated GPU host's lscpu, nvidia-smi topo -m, GPU list, env
 
     def log(self) -> str:
         """The vLLM-formatted log written so far."""
@@ -70,7 +71,9 @@ def start_sim(
     index = len(list(tmp_path.glob("sim-*.log")))
     log_file = tmp_path / f"sim-{index}.log"
     stderr_file = tmp_path / f"sim-{index}.stderr"
-    command = wizard_command("sim", "--port", "0", "--quiet", "--log-file", str(log_file), *args)
+    host_evidence = tmp_path / f"sim-{index}-host"
+    command = wizard_command("sim", "--port", "0", "--quiet", "--log-file", str(log_file),
+                             "--host-evidence", str(host_evidence), *args)  # fmt: skip
     full_env = {**os.environ, **(env or {})}
     with stderr_file.open("w") as err:
         process = subprocess.Popen(
@@ -83,7 +86,7 @@ def start_sim(
         process.wait(timeout=10)
         process.stdout.close()
         raise AssertionError(f"simulator did not start: {line!r} {stderr_file.read_text()}")
-    sim = SimProcess(match.group(1), process, log_file, stderr_file)
+    sim = SimProcess(match.group(1), process, log_file, stderr_file, host_evidence)
     if wait:
         sim.wait_ready()
     return sim
