@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import wizard_command
-from wizard.probes.vllm_log import read_lines
+from wizard.probes.vllm_log import ERRORS, read_lines
 
 V0_2024 = """\
 INFO 07-08 07:17:02 llm_engine.py:169] Initializing an LLM engine (v0.5.1) with config: model='meta-llama/Meta-Llama-3-8B-Instruct', speculative_config=None, tokenizer='meta-llama/Meta-Llama-3-8B-Instruct', dtype=torch.bfloat16, max_seq_len=8192, download_dir=None, load_format=LoadFormat.AUTO, tensor_parallel_size=2, pipeline_parallel_size=1, disable_custom_all_reduce=False, quantization=None, enforce_eager=False, kv_cache_dtype=auto, seed=0)
@@ -157,3 +157,72 @@ def test_stdin(tmp_path: Path) -> None:
     result = subprocess.run(wizard_command("probe", "vllm-log", "-", "--json"), input=V1_034, capture_output=True,
                             text=True, timeout=60)  # fmt: skip
     assert json.loads(result.stdout)["kv_cache_tokens"] == 1792
+
+
+ERROR_FIXTURES = Path(__file__).parent / "fixtures" / "vllm-log" / "errors"
+
+
+def fixture_lines(name: str) -> list[str]:
+    text = (ERROR_FIXTURES / name).read_text(encoding="utf-8")
+    return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def error_cases(suffix: str) -> list[Any]:
+    return [
+        pytest.param(kind, line, id=f"{kind}{suffix}:{i}")
+        for kind, _ in ERRORS
+        for i, line in enumerate(fixture_lines(f"{kind}{suffix}.log"))
+    ]
+
+
+@pytest.mark.parametrize(("kind", "line"), error_cases(""))
+def test_error_fixtures_are_recognised(kind: str, line: str) -> None:
+    assert [e["kind"] for e in read_lines([line + "\n"])["errors"]] == [kind]
+
+
+@pytest.mark.parametrize(("kind", "line"), error_cases("_fp"))
+def test_error_fp_fixtures_are_not(kind: str, line: str) -> None:
+    assert kind not in [e["kind"] for e in read_lines([line + "\n"])["errors"]]
+
+
+def test_every_error_kind_has_both_fixtures() -> None:
+    names = {p.name for p in ERROR_FIXTURES.glob("*.log")}
+    assert names == {f"{kind}{suffix}.log" for kind, _ in ERRORS for suffix in ("", "_fp")}
+    for name in names:
+        assert fixture_lines(name), f"{name} has no lines"
+
+
+def test_start_up_timings_of_every_era() -> None:
+    log = """\
+INFO 07-08 07:17:34 model_runner.py:1] Loading model weights took 14.9595 GB
+INFO 07-08 07:17:40 model_runner.py:1] Graph capturing finished in 21 secs.
+(VllmWorker rank=0 pid=253) INFO 05-09 00:49:30 [gpu_model_runner.py:1595] Model loading took 7.6 GiB and 12.345678 seconds
+(Worker_TP0 pid=3) INFO 12-01 10:00:00 [default_loader.py:544] Loading weights took 31.20 seconds
+(Worker_TP1 pid=4) INFO 12-01 10:00:00 [default_loader.py:544] Loading weights took 33.90 seconds
+(EngineCore pid=2) INFO 12-01 10:00:00 [monitor.py:40] torch.compile took 41.22 s in total
+(EngineCore pid=2) INFO 12-01 10:00:00 [core.py:442] init engine (profile, create kv cache, warmup model) took 63.10 s (compilation: 41.22 s)
+(Worker_TP0 pid=3) INFO 12-01 10:00:00 [gpu_worker.py:1150] Free memory on device (78.1/79.2 GiB) on startup. Desired GPU memory utilization is (0.92, 72.9 GiB).
+"""
+    report = read_lines(log.splitlines(keepends=True))
+    # The 2024 line is memory, not time; the slowest rank counts; compile is inside init engine.
+    assert report["weights_load_s"] == 33.9 and report["weights_load_ranks"] == 2
+    assert report["model_load_s"] == 12.345678 and report["graph_capture_s"] == 21.0
+    assert report["torch_compile_s"] == 41.22 and report["init_engine_s"] == 63.1
+    assert report["startup_s"] == round(12.345678 + 63.1, 2)
+    assert report["device_memory_gib"] == 79.2
+
+
+def test_a_failed_start_carries_its_numbers_and_is_flagged_for_the_walk() -> None:
+    from wizard.probes.vllm_log import walk_facts
+
+    line = (ERROR_FIXTURES / "batched_tokens_below_max_model_len.log").read_text().splitlines()[0]
+    facts = walk_facts(read_lines([line + "\n"]))
+    assert facts["startup_failed"] is True
+    assert (facts["max_num_batched_tokens"], facts["max_model_len"]) == (2048, 8192)
+    # An OOM after the KV cache was sized happened at runtime: the server had started.
+    runtime = walk_facts(read_lines([
+        "(EngineCore pid=2) INFO 12-01 10:00:00 [kv_cache_utils.py:1169] GPU KV cache size: 643,232 tokens\n",
+        "(Worker pid=3) ERROR 12-01 11:00:00 [x.py:1] torch.OutOfMemoryError: CUDA out of memory.\n",
+    ]))  # fmt: skip
+    assert runtime["error_kinds"] == ["oom"] and runtime["startup_failed"] is False
+    assert "stats" not in runtime and "runs" not in runtime

@@ -324,7 +324,7 @@ def gather(evidence: str | None) -> dict[str, Any]:
         if not folder.is_dir():
             from wizard.errors import UsageError
 
-            raise UsageError(f"--host-evidence {evidence}: not a folder")
+            raise UsageError(f"{evidence}: not a folder of files collected on the GPU host")
         host = from_evidence(folder)
         source = "evidence"
     else:

@@ -1,0 +1,131 @@
+"""``probe host`` / ``probe topology`` and the host evidence folder: real files, real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import wizard_command
+from wizard.probes.host import gather, interconnect, parse_gpu_list, parse_lscpu, parse_topology
+
+FIXTURES = Path(__file__).parent / "fixtures" / "host"
+
+
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(wizard_command(*args), capture_output=True, text=True, timeout=60,
+                          input=stdin)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "gpus", "verdict"),
+    [
+        ("topo-nvswitch-8.txt", 8, "nvlink"),
+        ("topo-l40s-4-pcie.txt", 4, "pcie"),
+        ("topo-pasted-mixed.txt", 4, "mixed"),
+        ("topo-single.txt", 1, "single"),
+    ],
+)
+def test_topology_fixtures(name: str, gpus: int, verdict: str) -> None:
+    topology = parse_topology((FIXTURES / name).read_text(encoding="utf-8"))
+    assert topology["gpus"] == gpus
+    assert len(topology["pairs"]) == gpus * (gpus - 1) // 2
+    assert interconnect(topology) == verdict
+    # NIC rows and columns never count as GPUs.
+    assert all(p["a"].startswith("GPU") and p["b"].startswith("GPU") for p in topology["pairs"])
+
+
+def test_the_verdict_is_about_the_gpus_vllm_sees() -> None:
+    topology = parse_topology((FIXTURES / "topo-pasted-mixed.txt").read_text(encoding="utf-8"))
+    assert interconnect(topology, "0,1") == "nvlink"
+    assert interconnect(topology, "1,2") == "pcie"
+    assert interconnect(topology, "3") == "single"
+    # UUIDs cannot be matched to matrix rows: all GPUs are judged.
+    assert interconnect(topology, "GPU-5b0c1f0e,GPU-77aa") == "mixed"
+
+
+def test_lscpu_and_gpu_lists() -> None:
+    assert parse_lscpu((FIXTURES / "lscpu.txt").read_text()) == {
+        "logical_cpus": 224, "physical_cores": 112,
+    }  # fmt: skip
+    listed = parse_gpu_list((FIXTURES / "gpus-L.txt").read_text())
+    assert listed["gpus"] == 2 and listed["gpu_memory_gib"] == 80.0
+    csv = parse_gpu_list(
+        "name, memory.total [MiB]\nNVIDIA L40S, 46068 MiB\nNVIDIA L40S, 46068 MiB\n"
+    )
+    assert csv == {"gpu_names": ["NVIDIA L40S"] * 2, "gpus": 2, "gpu_memory_gib": 45.0}
+
+
+def test_evidence_folder_is_read_by_content_not_by_name(tmp_path: Path) -> None:
+    (tmp_path / "a").write_text((FIXTURES / "lscpu.txt").read_text())
+    (tmp_path / "b").write_text((FIXTURES / "topo-l40s-4-pcie.txt").read_text())
+    (tmp_path / "c").write_text("name, memory.total [MiB]\n" + "NVIDIA L40S, 46068 MiB\n" * 4)
+    (tmp_path / "d").write_text("HOME=/root\nCUDA_VISIBLE_DEVICES=0,1\nPATH=/usr/bin\n")
+    (tmp_path / "e").write_text(
+        "(EngineCore pid=2) INFO 12-01 10:00:00 [kv_cache_utils.py:1169] GPU KV cache size: 1,000 tokens\n"
+    )
+    (tmp_path / "f").write_bytes(os.urandom(4096))
+    facts = gather(str(tmp_path))
+    assert facts["source"] == "evidence"
+    assert (facts["physical_cores"], facts["gpus"], facts["visible_gpus"]) == (112, 4, 2)
+    # Only GPU0 and GPU1 are visible, and they share a NUMA node over PCIe.
+    assert facts["interconnect"] == "pcie"
+    assert facts["batch_budget_default"] == 2048  # 45 GiB: the small-GPU class
+    assert facts["vllm_log"] == str(tmp_path / "e")
+    assert facts["sources"]["physical_cores"] == "a" and facts["sources"]["topology"] == "b"
+    assert any(note.startswith("f: not recognised") for note in facts["notes"])
+    assert facts["gpu_host"] == {"physical_cores": 112, "gpus": 2}
+
+
+def test_a100_keeps_the_small_default_budget(tmp_path: Path) -> None:
+    (tmp_path / "gpus.txt").write_text((FIXTURES / "gpus-L.txt").read_text())
+    assert gather(str(tmp_path))["batch_budget_default"] == 2048
+
+
+def test_this_machine_without_gpus_is_unknown_with_a_hint() -> None:
+    result = cli("probe", "host", "--json")
+    assert result.returncode == 0, result.stderr
+    facts = json.loads(result.stdout)
+    assert facts["source"] == "this machine"
+    assert facts["physical_cores"] == psutil.cpu_count(logical=False)
+    if facts["gpus"] is None:  # the CI machines have no GPU; a GPU machine reports its own
+        assert facts["interconnect"] == "unknown" and facts["gpu_host"] is None
+        assert any("--host-evidence" in note for note in facts["notes"])
+
+
+def test_empty_folder_missing_folder_and_human_output(tmp_path: Path) -> None:
+    result = cli("probe", "host", "--evidence", str(tmp_path))
+    assert result.returncode == 0
+    assert "physical_cores: unknown" in result.stdout and "holds no files" in result.stdout
+    result = cli("probe", "host", "--evidence", str(tmp_path / "nope"))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"latency-wizard probe: error: {tmp_path / 'nope'}: not a folder of files collected on the GPU host"
+    ]
+
+
+def test_probe_topology_cli_contract_and_stdin() -> None:
+    result = cli("probe", "topology", str(FIXTURES / "topo-nvswitch-8.txt"), "--json")
+    facts = json.loads(result.stdout)
+    assert {"gpus", "nvlink_all_pairs", "pairs"} <= set(facts)
+    assert facts["gpus"] == 8 and facts["nvlink_all_pairs"] is True
+    pasted = (FIXTURES / "topo-l40s-4-pcie.txt").read_text()
+    result = cli("probe", "topology", "-", stdin=pasted)
+    assert result.returncode == 0 and "interconnect: pcie" in result.stdout
+    assert "GPU0 - GPU2: SYS" in result.stdout
+
+
+@pytest.mark.parametrize("content", ["", "no matrix here\n", "\x00\xff garbage"])
+def test_probe_topology_without_a_matrix_says_so_in_one_line(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "topo.txt"
+    path.write_text(content, encoding="utf-8", errors="surrogateescape")
+    result = cli("probe", "topology", str(path))
+    assert result.returncode == 1
+    assert result.stdout.strip().splitlines() == [
+        f"{path}: no GPU matrix found (expected the output of `nvidia-smi topo -m`)"
+    ]
+    assert "Traceback" not in result.stderr
