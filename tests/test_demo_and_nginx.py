@@ -53,6 +53,16 @@ def test_demo_finds_and_fixes_nginx_buffering(tmp_path: Path) -> None:
     )
     ttft = next(s for s in baseline_cmp["segments"] if s["segment"] == "ttft_ms")
     assert ttft["verdict"] == "improved" and ttft["after_p50"] < ttft["before_p50"] / 3
+    # The engine's own TTFT is the same both ways: what nginx holds back shows up outside it.
+    rounds: dict[str, Any] = {}
+    for event in events_of(path, "probe_result"):  # the first round of each name: before the fix
+        rounds.setdefault(event["data"]["round"], event["data"]["facts"])
+    outside = {r: rounds[r]["server"]["ttft_outside_engine_ms"] for r in ("direct", "proxy")}
+    assert outside["proxy"] > outside["direct"] + 50, outside
+    # The demo hands the walk its simulator's log and host files, as an engineer would.
+    host, log = rounds["host"], rounds["vllmlog"]
+    assert host["source"] == "evidence" and host["physical_cores"] == 32
+    assert log["available"] and log["kv_cache_tokens"] and log["startup_s"] is not None
     assert f"transcript: {path}" in result.stdout
     assert f"latency-wizard export {path} --format md" in result.stdout
     assert not leftover_processes("latency-wizard-nginx-") and not leftover_processes(

@@ -100,3 +100,47 @@ def test_endpoints(sim_factory: SimFactory) -> None:
     base_path = json.loads(probe("endpoints", "--target", secured.url + "/v1", "--json",
                                  env={"VLLM_API_KEY": "canary-e1d0"}).stdout)  # fmt: skip
     assert base_path["wrong_base_path"] is True
+
+
+def test_metrics_since_a_saved_snapshot_reports_the_window(
+    healthy_sim: SimProcess, tmp_path: Path
+) -> None:
+    saved = tmp_path / "before.prom"
+    assert probe("metrics", "--url", healthy_sim.url, "--save", str(saved)).returncode == 0
+    for _ in range(3):
+        httpx.post(healthy_sim.url + "/v1/completions",
+                   json={"prompt": "a b c", "max_tokens": 5, "ignore_eos": True}, timeout=30)  # fmt: skip
+    report = json.loads(
+        probe("metrics", "--url", healthy_sim.url, "--since", str(saved), "--json").stdout
+    )
+    window = report["since"]
+    assert window["requests"] == 3 and window["generation_tokens"] == 15
+    assert window["preemptions"] == 0 and window["restarted"] is False
+    assert 0 < window["server_ttft_mean_s"] < 5 and 0 < window["server_itl_mean_s"] < 1
+    # Compared the other way round the counters go down: a restart in between.
+    now = tmp_path / "now.prom"
+    now.write_text(httpx.get(healthy_sim.url + "/metrics").text)
+    backwards = json.loads(
+        probe("metrics", "--file", str(saved), "--since", str(now), "--json").stdout
+    )
+    assert backwards["since"]["restarted"] is True
+
+
+ITL_BELOW_BUCKETS = """\
+# HELP vllm:inter_token_latency_seconds Histogram of inter-token latency in seconds.
+# TYPE vllm:inter_token_latency_seconds histogram
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.01",model_name="m"} 100.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.025",model_name="m"} 100.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="+Inf",model_name="m"} 100.0
+vllm:inter_token_latency_seconds_count{engine="0",model_name="m"} 100.0
+vllm:inter_token_latency_seconds_sum{engine="0",model_name="m"} {total}
+"""
+
+
+@pytest.mark.parametrize(("total", "noted"), [(0.4, True), (1.2, False)])
+def test_itl_below_the_smallest_bucket_is_noted(tmp_path: Path, total: float, noted: bool) -> None:
+    path = tmp_path / "metrics.txt"
+    path.write_text(ITL_BELOW_BUCKETS.replace("{total}", str(total)))
+    report = json.loads(probe("metrics", "--file", str(path), "--json").stdout)
+    assert report["itl_smallest_bucket_s"] == 0.01
+    assert ("below the smallest histogram bucket" in report.get("note", "")) is noted

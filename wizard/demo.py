@@ -52,6 +52,11 @@ class DemoStack:
         """The simulator's vLLM-formatted log."""
         return self.workdir / "vllm.log"
 
+    @property
+    def host_evidence(self) -> Path:
+        """The simulated GPU host's files (lscpu, nvidia-smi topo -m, GPU list, env)."""
+        return self.workdir / "host"
+
     def start(self) -> DemoStack:
         """Start the simulator (and nginx); raise WizardError if either fails."""
         self._start_sim()
@@ -61,7 +66,8 @@ class DemoStack:
 
     def _start_sim(self) -> None:
         command = [sys.executable, "-m", "wizard", "sim", "--port", str(self.port), "--quiet",
-                   "--scenario", self.scenario, "--log-file", str(self.sim_log)]  # fmt: skip
+                   "--scenario", self.scenario, "--log-file", str(self.sim_log),
+                   "--host-evidence", str(self.host_evidence)]  # fmt: skip
         for name, value in self.sim_flags.items():
             command += [SIM_FLAGS[name], value]
         self.sim = subprocess.Popen(

@@ -157,6 +157,9 @@ def measurement_table(facts: dict[str, Any], title: str) -> Table:
     if server.get("available"):
         notes.append(f"server: waiting max {server['waiting_max']}, preemptions {server['preemptions']}, "
                      f"KV peak {server['kv_usage_max']}")  # fmt: skip
+        if server.get("ttft_outside_engine_ms") is not None:
+            notes.append(f"TTFT outside the engine (proxy, network, API server) "
+                         f"{_ms(server['ttft_outside_engine_ms'])} ms")  # fmt: skip
     burst = facts.get("burst") or {}
     if burst.get("max_events_per_read", 0) > 1:
         notes.append(f"up to {burst['max_events_per_read']} events per read")

@@ -81,6 +81,7 @@ def demo_command(args: argparse.Namespace) -> int:
         header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
                   "target": stack.sim_url, "proxy": proxy, "lang": args.lang or default_language(),
                   "nginx_conf": str(stack.nginx.config_path) if stack.nginx is not None else None,
+                  "vllm_log": str(stack.sim_log), "host_evidence": str(stack.host_evidence),
                   "demo": {"scenario": args.scenario, "nginx": proxy is not None}}  # fmt: skip
         writer = _create(path, header, Redactor())
         args.timeout = 60.0

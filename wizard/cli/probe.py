@@ -163,6 +163,12 @@ def register(subparsers: Any) -> None:
     )
     source.add_argument("--file", help="a saved /metrics text")
     metrics.add_argument("--timeout", type=float, default=10.0, help="seconds to wait (default 10)")
+    metrics.add_argument("--save", metavar="FILE", help="also write the raw /metrics text to FILE")
+    metrics.add_argument(
+        "--since", metavar="FILE",
+        help="a /metrics text saved earlier (--save, or curl): report what changed since then "
+        "(requests, preemptions, tokens, server-side TTFT/ITL/queue means of that window)",
+    )  # fmt: skip
     metrics.add_argument("--json", action="store_true", help="print one JSON object")
     metrics.set_defaults(handler=run_metrics)
     endpoints = probes.add_parser(
@@ -426,15 +432,20 @@ def run_metrics(args: argparse.Namespace) -> int:
     import httpx
 
     from wizard.errors import UsageError, WizardError
-    from wizard.probes.metrics import parse
+    from wizard.probes.metrics import delta, parse
 
-    if args.file:
+    def read_text(path: str) -> str:
         try:
-            text = Path(args.file).read_bytes().decode("utf-8", errors="replace")
+            text = Path(path).read_bytes().decode("utf-8", errors="replace")
         except OSError as exc:
-            raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+            raise UsageError(f"cannot read {path}: {exc.strerror}") from None
         if not text.strip():
-            raise WizardError(f"{args.file} is empty")
+            raise WizardError(f"{path} is empty")
+        return text
+
+    before = parse(read_text(args.since)) if args.since else None
+    if args.file:
+        text = read_text(args.file)
     else:
         url = args.url.rstrip("/")
         url = url if url.endswith("/metrics") else url + "/metrics"
@@ -447,12 +458,23 @@ def run_metrics(args: argparse.Namespace) -> int:
         if response.status_code != 200:
             raise WizardError(f"{url} answered HTTP {response.status_code}")
         text = response.text
-    snapshot = parse(text).to_dict()
+    now = parse(text)
+    if args.save:
+        try:
+            Path(args.save).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.save}: {exc.strerror}") from None
+    snapshot = now.to_dict()
+    if before is not None:
+        snapshot["since"] = delta(before, now)
     if args.json:
         print(json.dumps(snapshot, indent=2))
     else:
         for key, value in snapshot.items():
-            print(f"{key}: {value}")
+            if key != "since":
+                print(f"{key}: {value}")
+        for key, value in snapshot.get("since", {}).items():
+            print(f"since {args.since}: {key}: {value}")
     return 0
 
 

@@ -90,7 +90,7 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         "client": report["client"],
         "client_saturated": report["client"]["saturated"],
         "values": measurement.values,
-        "server": watcher.summary(before, after),
+        "server": watcher.summary(before, after, result.ok_samples),
     }
 
 
@@ -116,7 +116,7 @@ class _ServerWatch:
             await self.snapshot()
 
     def summary(
-        self, before: MetricsSnapshot | None, after: MetricsSnapshot | None
+        self, before: MetricsSnapshot | None, after: MetricsSnapshot | None, samples: list[Any]
     ) -> dict[str, Any]:
         usable = [s for s in self.samples if not s.stats_disabled]
         if before is None or after is None or not usable:
@@ -128,6 +128,14 @@ class _ServerWatch:
 
         change = delta(before, after)
         server_ttft = change["server_ttft_mean_s"]
+        # The server's TTFT starts when the engine sees the request; the client's includes the
+        # proxy, the network and the API server (facts §1.1). Both are means over the same requests.
+        client_ttft = [s.ttft_ms for s in samples if s.ttft_ms is not None]
+        outside_ms = (
+            sum(client_ttft) / len(client_ttft) - server_ttft * 1000
+            if client_ttft and server_ttft is not None
+            else None
+        )
         waiting = [s.waiting for s in usable if s.waiting is not None]
         return {
             "available": True,
@@ -139,5 +147,7 @@ class _ServerWatch:
             "kv_usage_max": peak([s.kv_cache_usage for s in usable]),
             "preemptions": change["preemptions"],
             "server_ttft_mean_ms": server_ttft * 1000 if server_ttft is not None else None,
+            "ttft_outside_engine_ms": outside_ms,
+            "itl_note": change["itl_note"],
             "kv_cache_tokens": after.kv_cache_tokens,
         }

@@ -37,6 +37,7 @@ class MetricsSnapshot:
     queue_s: dict[str, float] = field(default_factory=dict)
     num_gpu_blocks: int | None = None
     block_size: int | None = None
+    itl_smallest_bucket_s: float | None = None
 
     @property
     def kv_cache_tokens(self) -> int | None:
@@ -54,7 +55,22 @@ class MetricsSnapshot:
                 "no vllm:* series: the server runs with --disable-log-stats, which in current vLLM "
                 "removes every engine metric; only http_* series remain"
             )
+        elif (
+            note := itl_bucket_note(self.itl_s.get("mean"), self.itl_smallest_bucket_s)
+        ) is not None:
+            data["note"] = note
         return data
+
+
+def itl_bucket_note(mean_s: float | None, smallest_s: float | None) -> str | None:
+    """Say so when the inter-token latency sits below the histogram's first bucket."""
+    if mean_s is None or smallest_s is None or mean_s >= smallest_s:
+        return None
+    return (
+        f"mean ITL {mean_s * 1000:.1f} ms is below the smallest histogram bucket "
+        f"({smallest_s * 1000:g} ms): server-side ITL percentiles cannot be read from this "
+        "histogram; use the client's ITL"
+    )
 
 
 def parse(text: str) -> MetricsSnapshot:
@@ -80,6 +96,13 @@ def parse(text: str) -> MetricsSnapshot:
                 base, _, part = sample.name.rpartition("_")
                 histograms.setdefault(base, {}).setdefault(part, 0.0)
                 histograms[base][part] += sample.value
+            if sample.name in {f"{n}_bucket" for n in ITL} and sample.labels.get("le") not in (
+                None,
+                "+Inf",
+            ):
+                bound = float(sample.labels["le"])
+                if snap.itl_smallest_bucket_s is None or bound < snap.itl_smallest_bucket_s:
+                    snap.itl_smallest_bucket_s = bound
             if sample.name == "vllm:cache_config_info":
                 snap.num_gpu_blocks = _int(sample.labels.get("num_gpu_blocks"))
                 snap.block_size = _int(sample.labels.get("block_size"))
@@ -122,20 +145,38 @@ async def scrape(client: httpx.AsyncClient, base_url: str) -> MetricsSnapshot:
     return parse(response.text)
 
 
-def delta(before: MetricsSnapshot, after: MetricsSnapshot) -> dict[str, float | None]:
-    """Counter and histogram changes between two scrapes."""
+def delta(before: MetricsSnapshot, after: MetricsSnapshot) -> dict[str, Any]:
+    """Counter and histogram changes between two scrapes (what happened in between).
+
+    A counter that went down means the server restarted in between: the deltas are then
+    meaningless, and ``restarted`` says so.
+    """
 
     def diff(a: float | None, b: float | None) -> float | None:
         return None if a is None or b is None else b - a
 
-    ttft_count = diff(before.ttft_s.get("count", 0.0), after.ttft_s.get("count"))
-    ttft_sum = diff(before.ttft_s.get("sum", 0.0), after.ttft_s.get("sum"))
+    def window_mean(name: str) -> float | None:
+        first, last = getattr(before, name), getattr(after, name)
+        count = diff(first.get("count", 0.0), last.get("count"))
+        total = diff(first.get("sum", 0.0), last.get("sum"))
+        return total / count if count and total is not None else None
+
+    requests = diff(before.ttft_s.get("count", 0.0), after.ttft_s.get("count"))
+    counters = (
+        diff(before.preemptions_total, after.preemptions_total),
+        diff(before.generation_tokens_total, after.generation_tokens_total),
+        requests,
+    )
     return {
-        "preemptions": diff(before.preemptions_total, after.preemptions_total),
-        "generation_tokens": diff(before.generation_tokens_total, after.generation_tokens_total),
-        "server_ttft_mean_s": ttft_sum / ttft_count
-        if ttft_count and ttft_sum is not None
-        else None,
+        "restarted": any(c is not None and c < 0 for c in counters),
+        "requests": requests,
+        "preemptions": counters[0],
+        "prompt_tokens": diff(before.prompt_tokens_total, after.prompt_tokens_total),
+        "generation_tokens": counters[1],
+        "server_ttft_mean_s": window_mean("ttft_s"),
+        "server_itl_mean_s": window_mean("itl_s"),
+        "server_queue_mean_s": window_mean("queue_s"),
+        "itl_note": itl_bucket_note(window_mean("itl_s"), after.itl_smallest_bucket_s),
     }
 
 
