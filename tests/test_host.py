@@ -129,3 +129,50 @@ def test_probe_topology_without_a_matrix_says_so_in_one_line(tmp_path: Path, con
         f"{path}: no GPU matrix found (expected the output of `nvidia-smi topo -m`)"
     ]
     assert "Traceback" not in result.stderr
+
+
+def test_nvidia_smi_is_run_when_there_is_no_nvml(tmp_path: Path) -> None:
+    """A stand-in nvidia-smi on PATH prints what the real one prints on an L40S host."""
+    topo = FIXTURES / "topo-l40s-4-pcie.txt"
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = topo ]; then cat ' + str(topo) + "; exit 0; fi\n"
+        'printf "name, memory.total [MiB]\\n"\n'
+        'for i in 0 1 2 3; do printf "NVIDIA L40S, 46068 MiB\\n"; done\n'
+    )
+    tool.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "CUDA_VISIBLE_DEVICES": "2,3"}
+    result = subprocess.run(wizard_command("probe", "host", "--json"), capture_output=True,
+                            text=True, timeout=60, env=env)  # fmt: skip
+    facts = json.loads(result.stdout)
+    assert facts["gpus"] == 4 and facts["gpu_names"] == ["NVIDIA L40S"] * 4
+    assert facts["sources"]["topology"] == "nvidia-smi topo -m"
+    assert facts["cuda_visible_devices"] == "2,3" and facts["interconnect"] == "pcie"
+    assert facts["gpu_host"]["gpus"] == 2
+
+
+def test_a_failing_nvidia_smi_is_a_note_not_an_error(tmp_path: Path) -> None:
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text(
+        "#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.' >&2\nexit 9\n"
+    )
+    tool.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    result = subprocess.run(wizard_command("probe", "host", "--json"), capture_output=True,
+                            text=True, timeout=60, env=env)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    facts = json.loads(result.stdout)
+    assert facts["gpus"] is None
+    assert any(note.startswith("nvidia-smi failed") for note in facts["notes"])
+
+
+def test_an_env_dump_yields_only_cuda_visible_devices(tmp_path: Path) -> None:
+    canary = "hf_canary_7e1d"
+    (tmp_path / "env.txt").write_text(
+        f"HF_TOKEN={canary}\nVLLM_API_KEY={canary}\nCUDA_VISIBLE_DEVICES=1\n"
+    )
+    result = subprocess.run(wizard_command("probe", "host", "--evidence", str(tmp_path), "--json"),
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert json.loads(result.stdout)["cuda_visible_devices"] == "1"
+    assert canary not in result.stdout + result.stderr

@@ -160,7 +160,7 @@ def test_unreachable_target_fails_in_one_line_and_writes_nothing(tmp_path: Path)
     [
         ("nonsense_question: 3\n", "unknown question id or finding code 'nonsense_question'"),
         ("gpus: many\n", "answer to 'gpus' must be a number"),
-        ("interconnect: infiniband\n", "must be one of nvlink, pcie, unknown"),
+        ("interconnect: infiniband\n", "must be one of nvlink, pcie, mixed, single, unknown"),
         ("LAT010: maybe\n", "a change decision is 'apply', 'skip' or a mapping"),
         ("gpus: [1\n", "invalid YAML in answers file"),
         ("- a\n- b\n", "an answers file maps question ids"),
@@ -221,3 +221,32 @@ def test_chinese_walk(sim_factory: SimFactory, tmp_path: Path) -> None:
         wizard_command("export", str(path)), capture_output=True, text=True, timeout=60
     )
     assert "模型没有 chat template" in summary.stdout
+
+
+def test_evidence_arguments_that_are_wrong_fail_in_one_line(
+    healthy_sim: SimProcess, tmp_path: Path
+) -> None:
+    for flag, value, message in (
+        ("--vllm-log", str(tmp_path / "missing.log"), "no such file"),
+        ("--host-evidence", str(tmp_path / "missing"), "no such folder"),
+    ):
+        result, path = walk(tmp_path, "--target", healthy_sim.url, flag, value)
+        assert result.returncode == 2 and not path.exists()
+        assert result.stderr.strip().splitlines() == [
+            f"latency-wizard run: error: {value}: {message}"
+        ]
+
+
+def test_a_log_that_is_not_a_vllm_log_is_said_and_claims_nothing(
+    healthy_sim: SimProcess, tmp_path: Path
+) -> None:
+    garbage = tmp_path / "garbage.log"
+    garbage.write_bytes(os.urandom(20000) + b"\nnginx: [emerg] unknown directive\n")
+    result, path = walk(tmp_path, "--target", healthy_sim.url, "--vllm-log", str(garbage),
+                        answers=QUICK)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert causes(path) <= {"client_saturated"}
+    log = next(e["data"]["facts"] for e in transcript.load(path).events
+               if e["type"] == "probe_result" and e["data"]["as"] == "vllmlog")  # fmt: skip
+    assert log["note"] == "nothing in this input looks like a vLLM log line"
+    assert "looks like a vLLM log line" in result.stdout

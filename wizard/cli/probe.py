@@ -504,9 +504,11 @@ def run_vllm_log(args: argparse.Namespace) -> int:
     """Parse the log and print the contract keys."""
     import json
 
-    from wizard.probes.vllm_log import read_file
+    from wizard.cli.inputs import text_input
+    from wizard.probes.vllm_log import read_lines
 
-    report = read_file(args.file)
+    with text_input(args.file) as handle:
+        report = read_lines(handle)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -17,7 +17,7 @@ file is recognised by its content, so any names do:
   lscpu > lscpu.txt
   nvidia-smi topo -m > topo.txt
   nvidia-smi --query-gpu=name,memory.total --format=csv > gpus.csv   (or nvidia-smi -L)
-  env > env.txt                                                       (for CUDA_VISIBLE_DEVICES)
+  env | grep CUDA_VISIBLE_DEVICES > env.txt                           (only this variable is read)
   cp /path/to/vllm.log .                                              (optional)
 
 What cannot be known is reported as unknown with a hint, never as an error."""
@@ -66,19 +66,12 @@ def run_host(args: argparse.Namespace) -> int:
 def run_topology(args: argparse.Namespace) -> int:
     """Parse ``nvidia-smi topo -m`` output; exit 1 when no GPU matrix is in it."""
     import json
-    import sys
 
-    from wizard.errors import UsageError
+    from wizard.cli.inputs import text_input
     from wizard.probes.host import interconnect, parse_topology
 
-    if args.file == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            with open(args.file, encoding="utf-8", errors="replace") as handle:  # noqa: PTH123
-                text = handle.read()
-        except OSError as exc:
-            raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+    with text_input(args.file) as handle:
+        text = handle.read()
     topology = parse_topology(text)
     topology["interconnect"] = interconnect(topology, args.visible)
     if args.json:

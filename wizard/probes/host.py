@@ -28,7 +28,7 @@ SNIFF_BYTES = 64 * 1024
 SMALL_FILE_BYTES = 1024 * 1024
 COLLECT_HINT = (
     "on the GPU host run: lscpu > lscpu.txt; nvidia-smi topo -m > topo.txt; "
-    "nvidia-smi --query-gpu=name,memory.total --format=csv > gpus.csv; env > env.txt; "
+    "nvidia-smi --query-gpu=name,memory.total --format=csv > gpus.csv; env | grep CUDA_VISIBLE_DEVICES > env.txt; "
     "then pass that folder (with the vLLM log) as --host-evidence DIR"
 )
 

@@ -289,18 +289,14 @@ START_UP_FAILURES = frozenset({
 
 
 def read_file(path: str) -> dict[str, Any]:
-    """Parse a log file (``-`` is standard input); a one-line UsageError when it cannot be read."""
-    import sys
+    """Parse a log file; a one-line WizardError when it cannot be read."""
+    from wizard.errors import WizardError
 
-    from wizard.errors import UsageError
-
-    if path == "-":
-        return read_lines(sys.stdin)
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:  # noqa: PTH123
             return read_lines(handle)
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+        raise WizardError(f"cannot read {path}: {exc.strerror}") from None
 
 
 def walk_facts(report: dict[str, Any]) -> dict[str, Any]:
