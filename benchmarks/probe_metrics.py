@@ -16,14 +16,11 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import httpx
+from _common import start_sim
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import start_sim  # noqa: E402
-
-from wizard.probes.metrics import scrape  # noqa: E402
+from wizard.probes.metrics import scrape
 
 
 def cli_seconds(url: str) -> float:
