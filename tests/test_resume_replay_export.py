@@ -101,7 +101,8 @@ def test_examples_replay_and_export(example: Path, tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=60)  # fmt: skip
     assert result.returncode == 0
     page = out.read_text()
-    assert page.startswith("<!doctype html>") and "<svg" in page
+    measured = any(e["type"] == "measurement" for e in loaded.events)
+    assert page.startswith("<!doctype html>") and ("<svg" in page) is measured
     assert (
         "<script src=" not in page and 'xlink:href="http' not in page
     )  # self-contained: nothing to fetch

@@ -47,6 +47,7 @@ def parse(text: str) -> dict[str, Any]:
 def test_v0_2024() -> None:
     report = parse(V0_2024)
     assert report["engine"] == "v0" and report["num_gpu_blocks"] == 27355
+    assert report["model"] == "meta-llama/Meta-Llama-3-8B-Instruct"  # from the engine config
     assert report["tensor_parallel_size"] == 2 and report["max_model_len"] == 8192
     assert report["enforce_eager"] is False
     assert report["stats"] == [{"running": 12, "waiting": 5, "gpu_kv_cache_usage_pct": 97.2,
@@ -56,7 +57,7 @@ def test_v0_2024() -> None:
 
 def test_v1_2025_two_line_kv_and_worker_prefixes() -> None:
     report = parse(V1_2025)
-    assert report["engine"] == "v1"
+    assert report["engine"] == "v1" and report["model"] == "Qwen/Qwen3-8B"
     assert (report["kv_cache_tokens"], report["max_concurrency_tokens_per_request"], report["max_concurrency"]) == (
         643232, 40960, 15.7,
     )  # fmt: skip

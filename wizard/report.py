@@ -54,7 +54,9 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
         "session": {
             "target": header.get("target"),
             "proxy": header.get("proxy"),
-            "model": (facts.get("endpoints") or {}).get("model"),
+            # A server that never started named its model only in its log.
+            "model": (facts.get("endpoints") or {}).get("model")
+            or (facts.get("vllmlog") or {}).get("model"),
             "version": (facts.get("endpoints") or {}).get("version"),
             "playbook": header.get("playbook_id"),
             "started_at": header.get("started_at"),
@@ -124,14 +126,13 @@ def markdown(report: dict[str, Any]) -> str:
     out += [f"- Change: {line}" for line in report["tldr"]["changes"]] or [
         "- No change was applied."
     ]
-    out += [
-        "",
-        "## Baseline (ms, p50 / p99)",
-        "",
-        "| path | state | TTFT | TPOT | ITL | E2E |",
-        "|---|---|---|---|---|---|",
-    ]
-    out += ["| " + " | ".join(row) + " |" for row in baseline_rows(report)]
+    out += ["", "## Baseline (ms, p50 / p99)", ""]
+    rows = baseline_rows(report)
+    if rows:
+        out += ["| path | state | TTFT | TPOT | ITL | E2E |", "|---|---|---|---|---|---|"]
+        out += ["| " + " | ".join(row) + " |" for row in rows]
+    else:
+        out.append("Nothing was measured (see the findings: the server may not have been running).")
     out += ["", "## Changes", ""]
     if report["changes"]:
         out += [
@@ -176,7 +177,7 @@ def html_page(report: dict[str, Any]) -> str:
         f"<title>{title}</title><style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em}"
         "figure{margin:1em 0}</style></head><body>"
-        f"{body}<h2>Charts</h2>{charts}</body></html>"
+        f"{body}{'<h2>Charts</h2>' + charts if charts else ''}</body></html>"
     )
 
 

@@ -51,13 +51,14 @@ DEVICE_MEMORY = re.compile(
     r"Free memory on device[^(]*\([\d.]+/(?P<free_total>[\d.]+) GiB\)"
     r"|has a total capacity of (?P<capacity>[\d.]+) GiB"
 )
+SERVED_MODEL = re.compile(r"serving model (\S+)|LLM engine \(v[^)]*\) with config: model='([^']+)'")
 RUN_START = re.compile(r"non-default args: |vLLM API server version |vLLM server version ")
 ENGINE_INIT = re.compile(
     r"Initializing an? (?P<v1>V1 )?LLM engine \(v[^)]*\) with config: (?P<config>.*)"
 )
 CONFIG_KEYS = {"tensor_parallel_size": int, "pipeline_parallel_size": int, "max_seq_len": int,
                "enforce_eager": bool, "enable_chunked_prefill": bool}  # fmt: skip
-ARG_KEYS = ("max_model_len", "max_num_batched_tokens", "max_num_seqs", "gpu_memory_utilization",
+ARG_KEYS = ("model", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "gpu_memory_utilization",
             "tensor_parallel_size", "pipeline_parallel_size", "enforce_eager", "enable_chunked_prefill")  # fmt: skip
 
 
@@ -69,6 +70,7 @@ def _number(text: str) -> float:
 class Run:
     """What one server start said."""
 
+    model: str | None = None
     engine: str | None = None
     kv_cache_tokens: int | None = None
     max_concurrency: float | None = None
@@ -193,6 +195,8 @@ class LogReader:
                 run = self.run
             run.engine = "v1" if init.group("v1") else "v0"
             _apply_config(run, init.group("config"))
+        if run.model is None and (match := SERVED_MODEL.search(line)) is not None:
+            run.model = match.group(1) or match.group(2)
         if (match := re.search(r"Using max model len (\d+)", line)) is not None:
             run.max_model_len = int(match.group(1))
         if (
