@@ -83,6 +83,10 @@ def test_endpoints(sim_factory: SimFactory) -> None:
     )
     assert healthy["auth"] == "none" and healthy["completions_ok"] and healthy["chat_ok"]
     assert healthy["version"] == "0.34.0" and healthy["health_status"] == 200
+    # P2.2 as it is today: suffix only for fill-in-the-middle models (the simulated one is not).
+    assert healthy["suffix"] == (
+        "rejected (suffix is only supported for models with FIM completion rendering)"
+    )
     no_template = json.loads(probe("endpoints", "--target", sim_factory("--scenario", "no-chat-template").url,
                                    "--json").stdout)  # fmt: skip
     assert no_template["chat_template_missing"] and no_template["completions_ok"]

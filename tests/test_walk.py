@@ -71,6 +71,34 @@ def test_scenarios_reach_their_causes(
     assert expected <= found and found - expected <= {"client_saturated"}, found
 
 
+def test_host_evidence_finds_too_few_cores_and_hidden_gpus(
+    sim_factory: SimFactory, tmp_path: Path
+) -> None:
+    """TP 4 on a host with 4 physical cores (needs 2 + 4) where only GPUs 0 and 1 are visible."""
+    sim = sim_factory("--tensor-parallel-size", "4", "--host-cores", "4",
+                      "--host-visible-devices", "0,1")  # fmt: skip
+    result, path = walk(tmp_path, "--target", sim.url, "--vllm-log", str(sim.log_file),
+                        "--host-evidence", str(sim.host_evidence), answers=QUICK)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    found = causes(path)
+    assert {"cpu_cores_insufficient", "cuda_visible_devices"} <= found, found
+    assert found - {"cpu_cores_insufficient", "cuda_visible_devices"} <= {"client_saturated"}
+    evidence = {e["data"]["code"]: e["data"]["evidence"] for e in transcript.load(path).events
+                if e["type"] == "finding"}  # fmt: skip
+    assert evidence["LAT030"].startswith("4 physical cores for 4 GPU(s)")
+    assert "CUDA_VISIBLE_DEVICES=0,1 (2 GPU(s))" in evidence["LAT044"]
+    # Each default says which evidence it came from (shown live and kept in the transcript).
+    questions = {e["data"]["id"]: e["data"] for e in transcript.load(path).events
+                 if e["type"] == "question"}  # fmt: skip
+    assert (questions["gpus"]["default"], questions["gpus"]["default_from"]) == (
+        4,
+        "vllmlog.gpus_used",
+    )
+    assert questions["physical_cores"]["default_from"] == "host.gpu_host.physical_cores"
+    assert questions["nodes"]["default_from"] is None
+    assert "gpus: default 4 from the evidence (vllmlog.gpus_used)" in result.stdout
+
+
 def test_without_evidence_the_operator_answers_for_the_topology(
     sim_factory: SimFactory, tmp_path: Path
 ) -> None:

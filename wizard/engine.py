@@ -137,11 +137,14 @@ async def _visit(session: Session, node: Node) -> str:
     for question in node.ask:
         if not conditions.evaluate(question.when, session.facts, session.answers):
             continue
-        known = (conditions.lookup(session.facts, path) for path in question.default_facts)
-        default = next((v for v in known if v is not conditions.MISSING and v is not None),
-                       question.default)  # fmt: skip
+        known = ((path, conditions.lookup(session.facts, path)) for path in question.default_facts)
+        default_from, default = next(
+            ((path, v) for path, v in known if v is not conditions.MISSING and v is not None),
+            (None, question.default),
+        )
         session.record("question", node.id, {"id": question.id, "type": question.type, "text": question.text,
-                                             "choices": list(question.choices), "default": default})  # fmt: skip
+                                             "choices": list(question.choices), "default": default,
+                                             "default_from": default_from})  # fmt: skip
         value = coerce(question, await session.operator.ask(question, default, session.lang))
         session.answers[question.id] = value
         session.record("answer", node.id, {"id": question.id, "value": value})

@@ -43,8 +43,12 @@ def render_event(
             ),
             Text(pick(data["explain"], lang), style="dim"),
         )
-    if kind == "question" and replay:
-        return Text(f"? {pick(data['text'], lang)}  [default: {data['default']}]")
+    if kind == "question":
+        source = f" from the evidence ({data['default_from']})" if data.get("default_from") else ""
+        if replay:
+            return Text(f"? {pick(data['text'], lang)}  [default: {data['default']}{source}]")
+        if source:  # the prompt shows the default; say where it came from
+            return Text(f"  {data['id']}: default {data['default']}{source}", style="dim")
     if kind == "answer":
         return Text(f"  {data['id']} = {data['value']}", style="cyan")
     if kind == "probe_result":
@@ -84,6 +88,7 @@ def _probe(data: dict[str, Any]) -> RenderableType:
             f"  endpoints: model {facts.get('model')}, version {facts.get('version')}, auth {facts.get('auth')}, "
             f"completions {'ok' if facts.get('completions_ok') else facts.get('completions_status')}, "
             f"chat {'ok' if facts.get('chat_ok') else facts.get('chat_status')}"
+            + (f"; suffix {facts['suffix']}" if facts.get("suffix") else "")
         )
     if name == "nginx-config":
         found = ", ".join(

@@ -67,6 +67,12 @@ def register(subparsers: Any) -> None:
         help="write the simulated GPU host's lscpu, nvidia-smi topo -m, GPU list and env into DIR "
         "(for 'run --host-evidence DIR' and 'probe host --evidence DIR')",
     )  # fmt: skip
+    parser.add_argument("--host-cores", type=int, default=32, metavar="N",
+                        help="physical cores of the simulated host, in its lscpu (default 32)")  # fmt: skip
+    parser.add_argument(
+        "--host-visible-devices", metavar="IDS",
+        help="CUDA_VISIBLE_DEVICES in the simulated host's env (default: every GPU the layout uses)",
+    )  # fmt: skip
     parser.add_argument(
         "--http", choices=["h11", "httptools"], default="h11",
         help="uvicorn's HTTP implementation (default h11). It changes what nginx does: h11 answers an "
@@ -151,7 +157,9 @@ def run(args: argparse.Namespace) -> int:
         from wizard.sim import host_evidence
 
         try:
-            host_evidence.write(Path(args.host_evidence), config)
+            host_evidence.write(
+                Path(args.host_evidence), config, args.host_cores, args.host_visible_devices
+            )
         except OSError as exc:
             from wizard.errors import UsageError
 

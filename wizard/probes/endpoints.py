@@ -96,7 +96,19 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
                 facts[f"{api}_ok"] = status == 200
                 facts[f"{api}_error"] = None if status == 200 else _message(text)
             facts["chat_template_missing"] = "chat template" in (facts.get("chat_error") or "")
+            facts["suffix"] = await _suffix(client, base, facts["model"], ctx.headers)
     return facts
+
+
+async def _suffix(client: httpx.AsyncClient, base: str, model: str, headers: dict[str, str]) -> str:
+    """P2.2: the procedure's vLLM rejected ``suffix``; vLLM 0.34 accepts it for FIM models only."""
+    status, text = await _status(
+        client, "POST", base + "/v1/completions", headers=headers,
+        json={"model": model, "prompt": "def f(", "suffix": "\n", "max_tokens": 1},
+    )  # fmt: skip
+    if status == 200:
+        return "accepted (a fill-in-the-middle model)"
+    return f"rejected ({_message(text) or status})"
 
 
 def _json_field(body: str, key: str) -> Any:

@@ -40,7 +40,9 @@ def topology_text(gpus: int, nvlink: bool) -> str:
     return "\n".join([header, *rows]) + "\n" + LEGEND
 
 
-def write(folder: Path, config: SimConfig, physical_cores: int = 32) -> list[Path]:
+def write(
+    folder: Path, config: SimConfig, physical_cores: int = 32, visible_devices: str | None = None
+) -> list[Path]:
     """Write the simulated host's evidence files into ``folder``; return their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     gpus = config.tensor_parallel_size * config.pipeline_parallel_size
@@ -56,7 +58,9 @@ def write(folder: Path, config: SimConfig, physical_cores: int = 32) -> list[Pat
         "topo.txt": topology_text(gpus, config.interconnect == "nvlink"),
         "gpus.csv": "name, memory.total [MiB]\n"
         + "".join(f"{name}, {int(config.gpu_memory_gib * 1024)} MiB\n" for _ in range(gpus)),
-        "env.txt": f"CUDA_VISIBLE_DEVICES={','.join(str(i) for i in range(gpus))}\n",
+        "env.txt": "CUDA_VISIBLE_DEVICES="
+        + (visible_devices if visible_devices is not None else ",".join(map(str, range(gpus))))
+        + "\n",
     }
     paths = []
     for filename, text in files.items():
