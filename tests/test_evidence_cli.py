@@ -119,6 +119,8 @@ def test_metrics_since_a_saved_snapshot_reports_the_window(
     )
     window = report["since"]
     assert window["requests"] == 3 and window["generation_tokens"] == 15
+    assert window["window_s"] > 0 and window["preemptions_per_s"] == 0
+    assert 0 < window["server_prefill_mean_s"] < 5 and 0 < window["server_decode_mean_s"] < 5
     assert window["preemptions"] == 0 and window["restarted"] is False
     assert 0 < window["server_ttft_mean_s"] < 5 and 0 < window["server_itl_mean_s"] < 1
     # Compared the other way round the counters go down: a restart in between.
@@ -148,3 +150,19 @@ def test_itl_below_the_smallest_bucket_is_noted(tmp_path: Path, total: float, no
     report = json.loads(probe("metrics", "--file", str(path), "--json").stdout)
     assert report["itl_smallest_bucket_s"] == 0.01
     assert ("below the smallest histogram bucket" in report.get("note", "")) is noted
+
+
+def test_metrics_window_around_a_load_run_counts_preemptions(
+    sim_factory: SimFactory, tmp_path: Path
+) -> None:
+    sim = sim_factory("--scenario", "kv-pressure")
+    saved = tmp_path / "before.prom"
+    assert probe("metrics", "--url", sim.url, "--save", str(saved)).returncode == 0
+    loaded = probe("load", "--target", sim.url, "--concurrency", "8", "--requests", "16",
+                   "--input-tokens", "100", "--max-tokens", "200")  # fmt: skip
+    assert loaded.returncode == 0, loaded.stderr
+    window = json.loads(probe("metrics", "--url", sim.url, "--since", str(saved), "--json").stdout)[
+        "since"
+    ]
+    assert window["preemptions"] > 0 and window["preemptions_per_s"] > 0
+    assert window["requests"] >= 16

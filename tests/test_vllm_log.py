@@ -227,3 +227,19 @@ def test_a_failed_start_carries_its_numbers_and_is_flagged_for_the_walk() -> Non
     ]))  # fmt: skip
     assert runtime["error_kinds"] == ["oom"] and runtime["startup_failed"] is False
     assert "stats" not in runtime and "runs" not in runtime
+
+
+def test_v0_2023_without_a_version_in_the_engine_line() -> None:
+    log = """\
+INFO 12-13 10:49:51 llm_engine.py:73] Initializing an LLM engine with config: model='lmsys/vicuna-7b-v1.5', tokenizer='lmsys/vicuna-7b-v1.5', tokenizer_mode=auto, trust_remote_code=False, dtype=torch.float16, max_seq_len=4096, download_dir=None, load_format=auto, tensor_parallel_size=1, quantization=None, seed=0)
+INFO 12-13 10:50:07 llm_engine.py:222] # GPU blocks: 7448, # CPU blocks: 512
+INFO 12-13 10:51:12 llm_engine.py:649] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 52.1 tokens/s, Running: 3 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 1.9%, CPU KV cache usage: 0.0%
+"""
+    report = read_lines(log.splitlines(keepends=True))
+    assert (report["engine"], report["model"], report["max_model_len"]) == (
+        "v0",
+        "lmsys/vicuna-7b-v1.5",
+        4096,
+    )
+    assert report["num_gpu_blocks"] == 7448 and report["tensor_parallel_size"] == 1
+    assert report["stats"][0]["running"] == 3

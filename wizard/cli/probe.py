@@ -427,6 +427,7 @@ def run_nginx_config(args: argparse.Namespace) -> int:
 def run_metrics(args: argparse.Namespace) -> int:
     """One snapshot from a URL or a file."""
     import json
+    import time
     from pathlib import Path
 
     import httpx
@@ -466,7 +467,10 @@ def run_metrics(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot write {args.save}: {exc.strerror}") from None
     snapshot = now.to_dict()
     if before is not None:
-        snapshot["since"] = delta(before, now)
+        # The saved file's modification time is when it was scraped (--save, or curl -o).
+        taken_at = Path(args.file).stat().st_mtime if args.file else time.time()
+        window = taken_at - Path(args.since).stat().st_mtime
+        snapshot["since"] = delta(before, now, window if window > 0 else None)
     if args.json:
         print(json.dumps(snapshot, indent=2))
     else:

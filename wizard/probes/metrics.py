@@ -35,6 +35,8 @@ class MetricsSnapshot:
     ttft_s: dict[str, float] = field(default_factory=dict)
     itl_s: dict[str, float] = field(default_factory=dict)
     queue_s: dict[str, float] = field(default_factory=dict)
+    prefill_s: dict[str, float] = field(default_factory=dict)
+    decode_s: dict[str, float] = field(default_factory=dict)
     num_gpu_blocks: int | None = None
     block_size: int | None = None
     itl_smallest_bucket_s: float | None = None
@@ -120,6 +122,8 @@ def parse(text: str) -> MetricsSnapshot:
     snap.ttft_s = _mean(histograms.get("vllm:time_to_first_token_seconds"))
     snap.itl_s = next((_mean(histograms[n]) for n in ITL if n in histograms), {})
     snap.queue_s = _mean(histograms.get("vllm:request_queue_time_seconds"))
+    snap.prefill_s = _mean(histograms.get("vllm:request_prefill_time_seconds"))
+    snap.decode_s = _mean(histograms.get("vllm:request_decode_time_seconds"))
     return snap
 
 
@@ -145,7 +149,9 @@ async def scrape(client: httpx.AsyncClient, base_url: str) -> MetricsSnapshot:
     return parse(response.text)
 
 
-def delta(before: MetricsSnapshot, after: MetricsSnapshot) -> dict[str, Any]:
+def delta(
+    before: MetricsSnapshot, after: MetricsSnapshot, window_s: float | None = None
+) -> dict[str, Any]:
     """Counter and histogram changes between two scrapes (what happened in between).
 
     A counter that went down means the server restarted in between: the deltas are then
@@ -167,15 +173,20 @@ def delta(before: MetricsSnapshot, after: MetricsSnapshot) -> dict[str, Any]:
         diff(before.generation_tokens_total, after.generation_tokens_total),
         requests,
     )
+    rate = counters[0] / window_s if counters[0] is not None and window_s else None
     return {
         "restarted": any(c is not None and c < 0 for c in counters),
+        "window_s": window_s,
         "requests": requests,
         "preemptions": counters[0],
+        "preemptions_per_s": rate,
         "prompt_tokens": diff(before.prompt_tokens_total, after.prompt_tokens_total),
         "generation_tokens": counters[1],
         "server_ttft_mean_s": window_mean("ttft_s"),
         "server_itl_mean_s": window_mean("itl_s"),
         "server_queue_mean_s": window_mean("queue_s"),
+        "server_prefill_mean_s": window_mean("prefill_s"),
+        "server_decode_mean_s": window_mean("decode_s"),
         "itl_note": itl_bucket_note(window_mean("itl_s"), after.itl_smallest_bucket_s),
     }
 

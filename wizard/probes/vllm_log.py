@@ -51,10 +51,13 @@ DEVICE_MEMORY = re.compile(
     r"Free memory on device[^(]*\([\d.]+/(?P<free_total>[\d.]+) GiB\)"
     r"|has a total capacity of (?P<capacity>[\d.]+) GiB"
 )
-SERVED_MODEL = re.compile(r"serving model (\S+)|LLM engine \(v[^)]*\) with config: model='([^']+)'")
+SERVED_MODEL = re.compile(
+    r"serving model (\S+)|LLM engine(?: \(v[^)]*\))? with config: model='([^']+)'"
+)
 RUN_START = re.compile(r"non-default args: |vLLM API server version |vLLM server version ")
 ENGINE_INIT = re.compile(
-    r"Initializing an? (?P<v1>V1 )?LLM engine \(v[^)]*\) with config: (?P<config>.*)"
+    # 2023 (vLLM 0.2) printed no version: "Initializing an LLM engine with config: ...".
+    r"Initializing an? (?P<v1>V1 )?LLM engine(?: \(v[^)]*\))? with config: (?P<config>.*)"
 )
 CONFIG_KEYS = {"tensor_parallel_size": int, "pipeline_parallel_size": int, "max_seq_len": int,
                "enforce_eager": bool, "enable_chunked_prefill": bool}  # fmt: skip
