@@ -243,3 +243,34 @@ INFO 12-13 10:51:12 llm_engine.py:649] Avg prompt throughput: 0.0 tokens/s, Avg 
     )
     assert report["num_gpu_blocks"] == 7448 and report["tensor_parallel_size"] == 1
     assert report["stats"][0]["running"] == 3
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda line: f"2026-12-02T10:00:00.123456789Z {line}",  # kubectl logs --timestamps
+        lambda line: f"Dec 02 10:00:00 gpu-07 vllm[4242]: {line}",  # journalctl
+        lambda line: json.dumps(
+            {"ts": "2026-12-02T10:00:00Z", "level": "info", "msg": line}
+        ),  # a log shipper
+        lambda line: f"[pod/vllm-0/vllm] {line}",  # stern / kubectl logs -f --prefix
+    ],
+    ids=["kubectl-timestamps", "journald", "json-shipper", "pod-prefix"],
+)
+def test_custom_prefixes_and_wrappers(wrap: Any) -> None:
+    text = "".join(wrap(line) + "\n" for line in V1_034.splitlines())
+    report = parse(text)
+    assert (report["engine"], report["model"], report["max_num_batched_tokens"]) == (
+        "v1",
+        "m",
+        2048,
+    )
+    assert report["kv_cache_tokens"] == 1792 and report["max_model_len"] == 8192
+    assert report["stats"][0]["preemptions"] == 7 and report["preemptions_seen"] is True
+
+
+def test_non_default_args_inside_a_json_wrapper() -> None:
+    line = json.dumps({"msg": "(APIServer pid=9) INFO 12-02 10:00:00 [utils.py:96] non-default args: "
+                              "{'model': 'm', 'max_num_seqs': 64, 'gpu_memory_utilization': 0.85}"})  # fmt: skip
+    report = parse(line + "\n")
+    assert (report["max_num_seqs"], report["gpu_memory_utilization"]) == (64, 0.85)

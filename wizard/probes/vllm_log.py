@@ -52,7 +52,7 @@ DEVICE_MEMORY = re.compile(
     r"|has a total capacity of (?P<capacity>[\d.]+) GiB"
 )
 SERVED_MODEL = re.compile(
-    r"serving model (\S+)|LLM engine(?: \(v[^)]*\))? with config: model='([^']+)'"
+    r"serving model ([^\s\"',}]+)|LLM engine(?: \(v[^)]*\))? with config: model='([^']+)'"
 )
 RUN_START = re.compile(r"non-default args: |vLLM API server version |vLLM server version ")
 ENGINE_INIT = re.compile(
@@ -118,12 +118,24 @@ class Run:
         return self == Run(started_at_line=self.started_at_line)
 
 
+def _literal_dict(text: str) -> dict[str, Any] | None:
+    """The Python dict at the start of ``text``; a wrapper (JSON quotes, braces) may follow it."""
+    end = len(text)
+    for _ in range(3):  # the dict ends at one of the last few closing braces
+        end = text.rfind("}", 0, end)
+        if end < 0:
+            return None
+        try:
+            value = ast.literal_eval(text[: end + 1].strip())
+        except (ValueError, SyntaxError):
+            continue
+        return value if isinstance(value, dict) else None
+    return None
+
+
 def _apply_args(run: Run, text: str) -> None:
-    try:
-        args = ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError):
-        return
-    if not isinstance(args, dict):
+    args = _literal_dict(text)
+    if args is None:
         return
     for key in ARG_KEYS:
         if key in args and args[key] is not None:
