@@ -154,3 +154,38 @@ def test_replay_rerun_compares_with_now(healthy_sim: SimProcess, tmp_path: Path)
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "vs the recording" in result.stdout
+
+
+def test_resume_finds_the_evidence_from_another_directory(
+    healthy_sim: SimProcess, tmp_path: Path
+) -> None:
+    """Relative --vllm-log / --host-evidence are kept absolute, so resume works from anywhere."""
+    start_dir, other_dir = tmp_path / "start", tmp_path / "elsewhere"
+    start_dir.mkdir()
+    other_dir.mkdir()
+    shutil.copy(healthy_sim.log_file, start_dir / "vllm.log")
+    shutil.copytree(healthy_sim.host_evidence, start_dir / "host")
+    path = tmp_path / "killed.ndjson"
+    answers = answers_file(tmp_path)
+    process = subprocess.Popen(
+        wizard_command("run", "--target", healthy_sim.url, "--answers", str(answers), "--transcript", str(path),
+                       "--vllm-log", "vllm.log", "--host-evidence", "host"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=start_dir,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # killed before the first node's probes have run
+        if path.exists() and len(path.read_bytes().splitlines()) >= 2:
+            break
+        time.sleep(0.005)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    header = transcript.load(path).header
+    assert header["vllm_log"] == str(start_dir / "vllm.log")
+    assert header["host_evidence"] == str(start_dir / "host")
+    resumed = subprocess.run(wizard_command("resume", str(path), "--answers", str(answers)),
+                             capture_output=True, text=True, timeout=300, cwd=other_dir)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    facts = {e["data"]["as"]: e["data"]["facts"] for e in transcript.load(path).events
+             if e["type"] == "probe_result"}  # fmt: skip
+    assert facts["host"]["source"] == "evidence" and facts["host"]["physical_cores"] == 32
+    assert facts["vllmlog"]["available"] and facts["vllmlog"]["kv_cache_tokens"]
