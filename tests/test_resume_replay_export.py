@@ -93,7 +93,7 @@ def test_examples_replay_and_export(example: Path, tmp_path: Path) -> None:
     )
     md = subprocess.run(wizard_command("export", str(example), "--format", "md"), capture_output=True, text=True,
                         timeout=60).stdout  # fmt: skip
-    for heading in ("# Latency incident summary", "## TL;DR", "## Baseline", "## Changes", "## Findings",
+    for heading in ("# Latency incident summary", "## TL;DR", "## Evidence", "## Baseline", "## Changes", "## Findings",
                     "## Timeline", "## Audit", "## Replay"):  # fmt: skip
         assert heading in md
     out = tmp_path / "summary.html"
@@ -189,3 +189,17 @@ def test_resume_finds_the_evidence_from_another_directory(
              if e["type"] == "probe_result"}  # fmt: skip
     assert facts["host"]["source"] == "evidence" and facts["host"]["physical_cores"] == 32
     assert facts["vllmlog"]["available"] and facts["vllmlog"]["kv_cache_tokens"]
+
+
+def test_the_summary_carries_the_log_and_host_evidence() -> None:
+    example = ROOT / "transcripts" / "examples" / "3-did-not-start-from-its-log.ndjson"
+    data = json.loads(subprocess.run(wizard_command("export", str(example), "--format", "json"),
+                                     capture_output=True, text=True, timeout=60).stdout)  # fmt: skip
+    log = data["evidence"]["vllm_log"]
+    assert (log["model"], log["max_num_batched_tokens"], log["max_model_len"]) == (
+        "meta-llama/Llama-3.1-8B-Instruct", 2048, 8192,
+    )  # fmt: skip
+    assert "batched_tokens_below_max_model_len" in log["error_kinds"]
+    md = subprocess.run(wizard_command("export", str(example), "--format", "md"),
+                        capture_output=True, text=True, timeout=60).stdout  # fmt: skip
+    assert "- vLLM log: file " in md and "max_num_batched_tokens 2048" in md

@@ -66,6 +66,7 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
         },
         "tldr": {"causes": causes, "changes": [_change_line(c) for c in changes]},
         "baseline": baseline,
+        "evidence": _evidence(facts),
         "steps": steps,
         "changes": changes,
         "comparisons": comparisons,
@@ -75,6 +76,38 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
         "audit_details": [v for k, v in audit.items() if k.endswith("_detail") and v],
         "replay": f"latency-wizard replay {transcript.path}",
     }
+
+
+LOG_EVIDENCE = ("file", "model", "engine", "tensor_parallel_size", "pipeline_parallel_size",
+                "max_model_len", "max_num_batched_tokens", "max_num_seqs", "gpu_memory_utilization",
+                "chunked_prefill", "kv_cache_tokens", "startup_s", "error_kinds")  # fmt: skip
+HOST_EVIDENCE = ("source", "physical_cores", "gpus", "gpu_names", "gpu_memory_gib", "interconnect",
+                 "cuda_visible_devices")  # fmt: skip
+
+
+def _evidence(facts: dict[str, Any]) -> dict[str, Any]:
+    """What the server's log and its host said, for the reader of the summary."""
+    log, host = facts.get("vllmlog") or {}, facts.get("host") or {}
+    return {
+        "vllm_log": {k: log.get(k) for k in LOG_EVIDENCE} if log.get("available") else None,
+        "host": {k: host.get(k) for k in HOST_EVIDENCE} if host else None,
+    }
+
+
+def _evidence_lines(evidence: dict[str, Any]) -> list[str]:
+    lines = []
+    for label, values in (("vLLM log", evidence.get("vllm_log")), ("Host", evidence.get("host"))):
+        if not values:
+            continue
+        known = [f"{k} {_plain(v)}" for k, v in values.items() if v not in (None, [], "")]
+        lines.append(f"- {label}: " + ", ".join(known))
+    return lines or ["None given (`--vllm-log FILE`, `--host-evidence DIR`)."]
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, list):
+        return "/".join(sorted({str(v) for v in value}))
+    return str(value)
 
 
 def _change_line(change: dict[str, Any]) -> str:
@@ -126,6 +159,7 @@ def markdown(report: dict[str, Any]) -> str:
     out += [f"- Change: {line}" for line in report["tldr"]["changes"]] or [
         "- No change was applied."
     ]
+    out += ["", "## Evidence", "", *_evidence_lines(report.get("evidence") or {})]
     out += ["", "## Baseline (ms, p50 / p99)", ""]
     rows = baseline_rows(report)
     if rows:
