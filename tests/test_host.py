@@ -176,3 +176,15 @@ def test_an_env_dump_yields_only_cuda_visible_devices(tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=60)  # fmt: skip
     assert json.loads(result.stdout)["cuda_visible_devices"] == "1"
     assert canary not in result.stdout + result.stderr
+
+
+def test_a_hanging_nvidia_smi_is_given_up_on(tmp_path: Path) -> None:
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text("#!/bin/sh\nexec sleep 600\n")
+    tool.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    result = subprocess.run(wizard_command("probe", "host", "--json"), capture_output=True,
+                            text=True, timeout=120, env=env)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    notes = json.loads(result.stdout)["notes"]
+    assert any("nvidia-smi did not answer within" in note for note in notes), notes

@@ -25,6 +25,7 @@ from wizard.vllm_defaults import default_batch_limits
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 DEVICE = re.compile(r"^GPU\d+$")
 SNIFF_BYTES = 64 * 1024
+NVIDIA_SMI_TIMEOUT_S = 10  # a wedged driver makes nvidia-smi hang; say so instead of waiting
 SMALL_FILE_BYTES = 1024 * 1024
 COLLECT_HINT = (
     "on the GPU host run: lscpu > lscpu.txt; nvidia-smi topo -m > topo.txt; "
@@ -280,11 +281,16 @@ def _from_nvidia_smi(host: Host) -> bool:
     try:
         listing = subprocess.run(
             [binary, "--query-gpu=name,memory.total", "--format=csv"],
-            capture_output=True, text=True, timeout=20, check=True,
+            capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT_S, check=True,
         ).stdout  # fmt: skip
         topo = subprocess.run(
-            [binary, "topo", "-m"], capture_output=True, text=True, timeout=20, check=True
-        ).stdout
+            [binary, "topo", "-m"], capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT_S, check=True,
+        ).stdout  # fmt: skip
+    except subprocess.TimeoutExpired:
+        host.notes.append(
+            f"nvidia-smi did not answer within {NVIDIA_SMI_TIMEOUT_S} s (a wedged driver?)"
+        )
+        return False
     except (OSError, subprocess.SubprocessError) as exc:
         host.notes.append(f"nvidia-smi failed: {exc}")
         return False
