@@ -188,3 +188,27 @@ def test_a_hanging_nvidia_smi_is_given_up_on(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     notes = json.loads(result.stdout)["notes"]
     assert any("nvidia-smi did not answer within" in note for note in notes), notes
+
+
+def test_this_machine_speaks_for_the_server_only_when_vllm_runs_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from wizard.probes.host import probe as host_probe
+    from wizard.probes.runner import ProbeContext
+
+    tool = tmp_path / "nvidia-smi"  # this machine has 4 PCIe GPUs
+    tool.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = topo ]; then cat {FIXTURES / "topo-l40s-4-pcie.txt"}; exit 0; fi\n'
+        'printf "name, memory.total [MiB]\\nNVIDIA L40S, 46068 MiB\\nNVIDIA L40S, 46068 MiB\\n'
+        'NVIDIA L40S, 46068 MiB\\nNVIDIA L40S, 46068 MiB\\n"\n'
+    )
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    here = asyncio.run(host_probe(ProbeContext(target="http://127.0.0.1:8000"), {}))
+    assert here["interconnect"] == "pcie" and here["gpu_host"]["gpus"] == 4
+    remote = asyncio.run(host_probe(ProbeContext(target="http://10.255.1.2:8000"), {}))
+    assert remote["gpu_host"] is None and remote["interconnect"] == "unknown"
+    assert remote["notes"][0].startswith("vLLM runs on another machine (http://10.255.1.2:8000)")

@@ -339,6 +339,28 @@ def gather(evidence: str | None) -> dict[str, Any]:
     return {"source": source, **host.to_facts()}
 
 
+def is_this_machine(url: str) -> bool:
+    """True when ``url``'s host is a loopback name or one of this machine's addresses."""
+    import socket
+    from urllib.parse import urlsplit
+
+    import psutil
+
+    host = (urlsplit(url).hostname or "").lower()
+    if host in ("localhost", socket.gethostname().lower()) or host.startswith("127.") or host == "::1":
+        return True
+    addresses = {a.address.split("%")[0] for nic in psutil.net_if_addrs().values() for a in nic}
+    return host in addresses
+
+
 async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """Walk probe: the host evidence the session was given, else this machine."""
-    return gather(getattr(ctx, "host_evidence", None))
+    """Walk probe: the host evidence the session was given, else this machine if vLLM runs here."""
+    evidence = getattr(ctx, "host_evidence", None)
+    facts = gather(evidence)
+    if not evidence and not is_this_machine(ctx.target):
+        # This machine's cores and GPUs say nothing about the server's host.
+        facts["gpu_host"] = None
+        facts["interconnect"] = "unknown"
+        facts["batch_budget_default"] = None
+        facts["notes"].insert(0, f"vLLM runs on another machine ({ctx.target}); {COLLECT_HINT}")
+    return facts
