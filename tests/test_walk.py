@@ -278,3 +278,20 @@ def test_a_log_that_is_not_a_vllm_log_is_said_and_claims_nothing(
                if e["type"] == "probe_result" and e["data"]["as"] == "vllmlog")  # fmt: skip
     assert log["note"] == "nothing in this input looks like a vLLM log line"
     assert "looks like a vLLM log line" in result.stdout
+
+
+def test_a_failed_start_in_the_log_of_a_server_that_answers_is_not_todays_state(
+    healthy_sim: SimProcess, tmp_path: Path
+) -> None:
+    log = tmp_path / "old.log"
+    log.write_text(
+        "(APIServer pid=1) ERROR 12-01 10:00:01 [api_server.py:2000] ValueError: max_num_batched_tokens "
+        "(2048) is smaller than max_model_len (8192). This effectively limits the maximum sequence length.\n"
+    )
+    result, path = walk(
+        tmp_path, "--target", healthy_sim.url, "--vllm-log", str(log), answers=QUICK
+    )
+    assert result.returncode == 0, result.stderr
+    entered = [e["node"] for e in transcript.load(path).events if e["type"] == "node_enter"]
+    assert "startup.failed" not in entered and "baseline.direct" in entered
+    assert "chunked_prefill_budget" not in causes(path)
