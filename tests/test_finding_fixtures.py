@@ -54,3 +54,14 @@ def test_every_finding_has_both_kinds_of_fixture_and_a_rule() -> None:
         assert content.get("trigger") and content.get("_fp"), f"{code} needs trigger and _fp cases"
     ruled = {rule.finding for node in BOOK.nodes.values() for rule in node.rules}
     assert ruled == set(BOOK.findings), "every finding is raised by some rule"
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(0.95, "0.95"), (0.0055509, "0.00555"), (164.2869, "164.3"), (35.14, "35.1"), (4.0, "4"),
+     (7, "7"), (None, "?")],
+)  # fmt: skip
+def test_evidence_numbers_keep_their_meaningful_digits(value: Any, shown: str) -> None:
+    from wizard.engine import render_evidence
+
+    assert render_evidence("x={a.b}", {"a": {"b": value}}, {}) == f"x={shown}"

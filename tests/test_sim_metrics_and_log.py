@@ -165,3 +165,13 @@ def test_stats_line_format_and_idle_suppression(sim_factory: SimFactory) -> None
         if "Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0" in line
     ]
     assert len(idle) <= 1
+
+
+def test_simulated_hardware_is_not_logged_as_a_vllm_argument(sim_factory: SimFactory) -> None:
+    sim = sim_factory(
+        "--scenario", "kv-pressure", "--interconnect", "pcie", "--log-stats-interval", "5"
+    )
+    args_line = next(line for line in sim.log().splitlines() if "non-default args:" in line)
+    assert "'gpu_memory_utilization': 0.73" in args_line and "'block_size': 16" in args_line
+    for knob in ("gpu_memory_gib", "interconnect", "log_stats_interval_s"):
+        assert knob not in args_line, args_line

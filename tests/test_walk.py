@@ -295,3 +295,21 @@ def test_a_failed_start_in_the_log_of_a_server_that_answers_is_not_todays_state(
     entered = [e["node"] for e in transcript.load(path).events if e["type"] == "node_enter"]
     assert "startup.failed" not in entered and "baseline.direct" in entered
     assert "chunked_prefill_budget" not in causes(path)
+
+
+def test_preemption_with_memory_already_given_proposes_fewer_sequences(
+    sim_factory: SimFactory, tmp_path: Path
+) -> None:
+    """The same small KV cache as kv-pressure, but the log shows --gpu-memory-utilization 0.95."""
+    sim = sim_factory("--scenario", "kv-pressure", "--gpu-memory-utilization", "0.95",
+                      "--num-gpu-blocks", "112")  # fmt: skip
+    result, path = walk(
+        tmp_path, "--target", sim.url, "--vllm-log", str(sim.log_file), answers=QUICK
+    )
+    assert result.returncode == 0, result.stderr
+    codes = {
+        e["data"]["code"]: e["data"] for e in transcript.load(path).events if e["type"] == "finding"
+    }
+    assert "LAT015" in codes and "LAT010" not in codes
+    assert codes["LAT015"]["change"]["parameter"] == "max_num_seqs"
+    assert "gpu_memory_utilization 0.95" in codes["LAT015"]["evidence"]

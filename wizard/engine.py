@@ -38,7 +38,10 @@ def render_evidence(template: str, facts: dict[str, Any], answers: dict[str, Any
         if found is conditions.MISSING or found is None:
             return "?"
         if isinstance(found, float):
-            return str(int(found)) if found.is_integer() else f"{found:.1f}"
+            if found.is_integer():
+                return str(int(found))
+            # Milliseconds read well with one decimal; fractions (0.95) need their digits.
+            return f"{found:.1f}" if abs(found) >= 10 else f"{found:.3g}"
         return str(found)
 
     out, rest = [], template

@@ -128,6 +128,12 @@ ENGINE_DESTS = (
 )  # fmt: skip
 
 
+# Knobs of the simulation itself (hardware, framing, env vars): a real `vllm serve` has no such
+# argument, so they stay out of the logged `non-default args`.
+NOT_VLLM_ARGS = frozenset({"gpu_memory_gib", "interconnect", "x_accel_buffering_no",
+                           "metrics_generation", "log_stats_interval_s", "chat_template"})  # fmt: skip
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted, or list scenarios."""
     from wizard.sim.config import SimConfig
@@ -150,7 +156,11 @@ def run(args: argparse.Namespace) -> int:
               "(set VLLM_API_KEY to choose one)", file=sys.stderr)  # fmt: skip
     # What a user would have typed on `vllm serve` for this scenario, plus the explicit flags.
     preset = {key: value for key, value in scenario.changes.items() if key in ENGINE_DESTS}
-    non_default = {"model": config.model, **preset, **overrides}
+    non_default = {
+        key: value
+        for key, value in {"model": config.model, **preset, **overrides}.items()
+        if key not in NOT_VLLM_ARGS
+    }
     if api_key:
         non_default["api_key"] = api_key  # logged as [REDACTED]
     if args.host_evidence:

@@ -347,7 +347,11 @@ def is_this_machine(url: str) -> bool:
     import psutil
 
     host = (urlsplit(url).hostname or "").lower()
-    if host in ("localhost", socket.gethostname().lower()) or host.startswith("127.") or host == "::1":
+    if (
+        host in ("localhost", socket.gethostname().lower())
+        or host.startswith("127.")
+        or host == "::1"
+    ):
         return True
     addresses = {a.address.split("%")[0] for nic in psutil.net_if_addrs().values() for a in nic}
     return host in addresses
