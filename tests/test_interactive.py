@@ -91,3 +91,58 @@ def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> N
     assert "LAT030" in {e["data"]["code"] for e in loaded.events if e["type"] == "finding"}
     notes = [e["data"]["text"] for e in loaded.events if e["type"] == "note"]
     assert any("LAT030: change not applied (skipped by the operator)" in n for n in notes)
+
+
+@pytest.mark.timeout(300)
+def test_a_server_fixed_after_a_failed_start_is_measured(tmp_path: Path) -> None:
+    """The log explains the failed start; the engineer fixes it, restarts vLLM, and the walk goes on."""
+    import subprocess
+
+    from tests.conftest import start_sim, wizard_command
+    from wizard.nginx_runner import free_port
+
+    port, log = free_port(), tmp_path / "vllm.log"
+    failed = subprocess.run(
+        wizard_command("sim", "--scenario", "chunked-prefill-off-bad-budget", "--port", str(port),
+                       "--quiet", "--log-file", str(log)),
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert failed.returncode != 0
+    path = tmp_path / "fixed.ndjson"
+    child = spawn("run", "--target", f"http://127.0.0.1:{port}", "--vllm-log", str(log),
+                  "--transcript", str(path))  # fmt: skip
+    child.expect("LAT014: apply")
+    time.sleep(1.0)
+    child.send("\r")  # "I applied it myself"
+    for prompt, reply in (("Which ONE parameter", "\r"), ("value before", "2048\r"),
+                          ("value now", "8192\r"), ("Did the server restart", "\r")):  # fmt: skip
+        child.expect(prompt)
+        time.sleep(0.5)
+        child.send(reply)
+    child.expect("Is vLLM running again")
+    sim = start_sim(tmp_path, "--port", str(port), "--no-enable-chunked-prefill",
+                    "--max-num-batched-tokens", "8192")  # fmt: skip
+    try:
+        time.sleep(1.0)
+        child.send("y")
+        child.expect("How many GPUs")  # past the baseline: the walk measured the fixed server
+        child.sendintr()
+        child.expect(pexpect.EOF)
+        child.close()
+    finally:
+        sim.stop()
+    events = transcript.load(path).events
+    entered = [e["node"] for e in events if e["type"] == "node_enter"]
+    assert entered[:4] == [
+        "baseline.rules",
+        "startup.failed",
+        "startup.restarted",
+        "baseline.direct",
+    ]
+    change = next(e["data"] for e in events if e["type"] == "change")
+    assert (change["parameter"], change["before"], change["after"]) == (
+        "max_num_batched_tokens",
+        "2048",
+        "8192",
+    )
+    assert any(e["type"] == "measurement" and e["data"]["as"] == "direct" for e in events)

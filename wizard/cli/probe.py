@@ -167,7 +167,8 @@ def register(subparsers: Any) -> None:
     metrics.add_argument(
         "--since", metavar="FILE",
         help="a /metrics text saved earlier (--save, or curl): report what changed since then "
-        "(requests, preemptions, tokens, server-side TTFT/ITL/queue means of that window)",
+        "(requests, preemptions and their rate, tokens, server-side TTFT/ITL/queue/prefill/decode "
+        "means of that window)",
     )  # fmt: skip
     metrics.add_argument("--json", action="store_true", help="print one JSON object")
     metrics.set_defaults(handler=run_metrics)
