@@ -125,6 +125,7 @@ def test_a_server_fixed_after_a_failed_start_is_measured(tmp_path: Path) -> None
     try:
         time.sleep(1.0)
         child.send("y")
+        child.expect("measuring direct: 4 streams")  # a status line while the round runs
         child.expect("How many GPUs")  # past the baseline: the walk measured the fixed server
         child.sendintr()
         child.expect(pexpect.EOF)

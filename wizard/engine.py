@@ -62,6 +62,8 @@ class Session:
     writer: TranscriptWriter
     lang: str = "en"
     on_event: Callable[[dict[str, Any]], None] = lambda event: None
+    # What the walk is busy with while a probe runs (None when it is done); never recorded.
+    on_busy: Callable[[str | None], None] = lambda text: None
     facts: dict[str, Any] = field(default_factory=dict)
     answers: dict[str, Any] = field(default_factory=dict)
     findings: list[dict[str, Any]] = field(default_factory=list)
@@ -172,8 +174,12 @@ async def _probe(
     session: Session, node: Node, call: ProbeCall, round_label: str | None = None
 ) -> dict[str, Any]:
     params = {key: _resolve(value, session) for key, value in call.params.items()}
-    result = await run_probe(call.name, session.ctx, params)
     label = round_label or call.as_
+    session.on_busy(busy_text(call.name, label, params))
+    try:
+        result = await run_probe(call.name, session.ctx, params)
+    finally:
+        session.on_busy(None)
     session.facts[call.as_] = result.facts if result.error is None else {"error": result.error}
     session.record("probe_result", node.id, {"as": call.as_, "round": label, **result.to_dict()})
     if call.name == "measure" and result.error is None:
@@ -189,6 +195,16 @@ async def _probe(
         session.record("measurement", node.id, measurement)
         session.last_measure[call.as_] = (call, params)
     return result.facts
+
+
+def busy_text(name: str, label: str, params: dict[str, Any]) -> str:
+    """One line saying what a running probe is doing."""
+    if name == "measure":
+        return (f"measuring {label}: {params.get('concurrency')} streams, {params.get('requests')} requests "
+                f"of {params.get('input_tokens')} + {params.get('max_tokens')} tokens")  # fmt: skip
+    if name == "validate":
+        return f"LoadGen {params.get('scenario')} run ({label})"
+    return f"probe {name} ({label})"
 
 
 async def _finding(session: Session, node: Node, finding: Finding) -> None:

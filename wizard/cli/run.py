@@ -207,6 +207,21 @@ def resume_command(args: argparse.Namespace) -> int:
     return execute(book, writer, operator, args, api_key, header, events=loaded.events)
 
 
+def _spinner(screen: Any) -> Any:
+    """A transient rich status line while a probe runs (only on a terminal)."""
+    current: list[Any] = []
+
+    def busy(text: str | None) -> None:
+        while current:
+            current.pop().stop()
+        if text and screen.is_terminal:
+            status = screen.status(text + " ...")
+            status.start()
+            current.append(status)
+
+    return busy
+
+
 def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_key: str | None,
             header: dict[str, Any], events: list[dict[str, Any]], resume_hint: str | None = None) -> int:  # fmt: skip
     """Walk (or continue) with live rendering; keep the transcript on Ctrl-C and say how to resume."""
@@ -228,7 +243,7 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
     context = ProbeContext(target=header["target"], proxy=header.get("proxy"), nginx_conf=header.get("nginx_conf"),
                            vllm_log=header.get("vllm_log"), host_evidence=header.get("host_evidence"),
                            headers=auth_headers(api_key), timeout_s=args.timeout)  # fmt: skip
-    session = Session(book, context, operator, writer, lang, show)
+    session = Session(book, context, operator, writer, lang, show, on_busy=_spinner(screen))
     start = restore(session, events) if events else None
     if events:
         screen.print(f"resuming {writer.path} at '{start}'", style="bold", soft_wrap=True)
