@@ -313,3 +313,15 @@ def test_preemption_with_memory_already_given_proposes_fewer_sequences(
     assert "LAT015" in codes and "LAT010" not in codes
     assert codes["LAT015"]["change"]["parameter"] == "max_num_seqs"
     assert "gpu_memory_utilization 0.95" in codes["LAT015"]["evidence"]
+
+
+def test_a_server_that_is_gone_with_a_clean_log_points_outside_vllm(
+    sim_factory: SimFactory, tmp_path: Path
+) -> None:
+    sim = sim_factory()
+    sim.stop()  # stopped from outside (as by the kernel's OOM killer): the log ends cleanly
+    result, path = walk(tmp_path, "--target", sim.url, "--vllm-log", str(sim.log_file))
+    assert result.returncode == 0, result.stderr
+    assert causes(path) == {"server_unreachable"}
+    finding = next(e["data"] for e in transcript.load(path).events if e["type"] == "finding")
+    assert finding["evidence"].startswith(f"no answer at {sim.url}")

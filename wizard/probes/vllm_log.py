@@ -35,6 +35,7 @@ ERRORS = (
     ("batched_tokens_below_max_model_len", re.compile(r"max_num_batched_tokens \(\d+\) is smaller than max_model_len")),
     ("tp_heads_indivisible", re.compile(r"must be divisible by tensor parallel size")),
     ("engine_init_failed", re.compile(r"Engine core initialization failed|EngineCore failed to start")),
+    ("engine_dead", re.compile(r"EngineCore encountered (?:a fatal error|an issue)")),
 )  # fmt: skip
 # Start-up timings: (field, pattern); ranks log their own line and the slowest rank is kept.
 TIMINGS = (
@@ -183,7 +184,7 @@ NEEDLES = (
     "is preempted by", "took", "takes", "finished in", "Free memory on device", "total capacity of",
     "out of memory", "OutOfMemoryError", "KV cache", "max seq len", "chat template",
     "is smaller than max_model_len", "must be divisible by", "Engine core initialization failed",
-    "EngineCore failed to start", "cache blocks",
+    "EngineCore failed to start", "cache blocks", "EngineCore encountered",
 )  # fmt: skip
 INTERESTING = re.compile("|".join(re.escape(needle) for needle in NEEDLES))
 STATS_NEEDLE = "Avg prompt throughput: "
