@@ -133,6 +133,9 @@ def test_a_server_that_did_not_start_is_diagnosed_from_its_log(
     assert "reading the server's log instead" in result.stderr
     finding = next(e["data"] for e in transcript.load(path).events if e["type"] == "finding")
     assert "2048" in finding["evidence"] and "8192" in finding["evidence"]
+    # It cites the line with vLLM's message, not the generic failure line before it.
+    cited = int(finding["evidence"].split("(log line ", 1)[1].split(")", 1)[0])
+    assert "is smaller than max_model_len" in log.read_text().splitlines()[cited - 1]
     # Without the log the same walk refuses in one line and says what would help.
     result, _ = walk(tmp_path, "--target", f"http://127.0.0.1:{port}")
     assert result.returncode == 1 and "--vllm-log" in result.stderr

@@ -113,10 +113,10 @@ def _known(value: Any, unit: str = "") -> str:
 
 
 def _host_line(facts: dict[str, Any]) -> str:
-    names = sorted(set(facts.get("gpu_names") or []))
+    names = ", ".join(sorted(set(facts.get("gpu_names") or [])))
     line = (
         f"  host ({facts['source']}): {_known(facts.get('physical_cores'))} physical cores, "
-        f"{_known(facts.get('gpus'))} GPU(s) {', '.join(names)}, interconnect {facts['interconnect']}, "
+        f"{_known(facts.get('gpus'))} GPU(s){f' ({names})' if names else ''}, interconnect {facts['interconnect']}, "
         f"CUDA_VISIBLE_DEVICES {_known(facts.get('cuda_visible_devices'))}"
     )
     if facts.get("notes"):

@@ -343,9 +343,21 @@ def walk_facts(report: dict[str, Any]) -> dict[str, Any]:
     stats = report["stats"]
     kinds = [e["kind"] for e in report["errors"]]
     tp, pp = report["tensor_parallel_size"], report["pipeline_parallel_size"] or 1
+    # The first line of each kind, so a finding can cite the line that is its cause.
+    error_lines: dict[str, int] = {}
+    for error in report["errors"]:
+        error_lines.setdefault(error["kind"], error["line"])
+    kv_lines = [
+        error_lines[k]
+        for k in ("max_seq_len_exceeds_kv_cache", "no_kv_cache_memory")
+        if k in error_lines
+    ]
+    if kv_lines:
+        error_lines["kv_cache_too_small"] = min(kv_lines)
     facts.update(
         runs_count=len(report["runs"]),
         error_kinds=kinds,
+        error_lines=error_lines,
         startup_failed=_failed_to_start(kinds, report),
         gpus_used=tp * pp if tp else None,
         stats_waiting_max=max((s["waiting"] for s in stats), default=None),
