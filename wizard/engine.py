@@ -62,8 +62,8 @@ class Session:
     writer: TranscriptWriter
     lang: str = "en"
     on_event: Callable[[dict[str, Any]], None] = lambda event: None
-    # What the walk is busy with while a probe runs (None when it is done); never recorded.
-    on_busy: Callable[[str | None], None] = lambda text: None
+    # The probe call running now ({probe, round, params}; None when it is done); never recorded.
+    on_busy: Callable[[dict[str, Any] | None], None] = lambda call: None
     facts: dict[str, Any] = field(default_factory=dict)
     answers: dict[str, Any] = field(default_factory=dict)
     findings: list[dict[str, Any]] = field(default_factory=list)
@@ -175,7 +175,7 @@ async def _probe(
 ) -> dict[str, Any]:
     params = {key: _resolve(value, session) for key, value in call.params.items()}
     label = round_label or call.as_
-    session.on_busy(busy_text(call.name, label, params))
+    session.on_busy({"probe": call.name, "round": label, "params": params})
     try:
         result = await run_probe(call.name, session.ctx, params)
     finally:
@@ -195,16 +195,6 @@ async def _probe(
         session.record("measurement", node.id, measurement)
         session.last_measure[call.as_] = (call, params)
     return result.facts
-
-
-def busy_text(name: str, label: str, params: dict[str, Any]) -> str:
-    """One line saying what a running probe is doing."""
-    if name == "measure":
-        return (f"measuring {label}: {params.get('concurrency')} streams, {params.get('requests')} requests "
-                f"of {params.get('input_tokens')} + {params.get('max_tokens')} tokens")  # fmt: skip
-    if name == "validate":
-        return f"LoadGen {params.get('scenario')} run ({label})"
-    return f"probe {name} ({label})"
 
 
 async def _finding(session: Session, node: Node, finding: Finding) -> None:

@@ -108,6 +108,17 @@ def _probe(data: dict[str, Any]) -> RenderableType:
     return Text(f"  {name} ({label}): " + ", ".join(f"{k}={v}" for k, v in shown.items()))
 
 
+def busy_text(call: dict[str, Any]) -> str:
+    """One line saying what a running probe is doing (the walk's transient status line)."""
+    name, label, params = call["probe"], call["round"], call["params"]
+    if name == "measure":
+        return (f"measuring {label}: {params.get('concurrency')} streams, {params.get('requests')} requests "
+                f"of {params.get('input_tokens')} + {params.get('max_tokens')} tokens")  # fmt: skip
+    if name == "validate":
+        return f"LoadGen {params.get('scenario')} run ({label})"
+    return f"probe {name} ({label})"
+
+
 def _known(value: Any, unit: str = "") -> str:
     return "unknown" if value is None or value == [] else f"{value}{unit}"
 

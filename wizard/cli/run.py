@@ -211,11 +211,13 @@ def _spinner(screen: Any) -> Any:
     """A transient rich status line while a probe runs (only on a terminal)."""
     current: list[Any] = []
 
-    def busy(text: str | None) -> None:
+    def busy(call: dict[str, Any] | None) -> None:
+        from wizard.render_events import busy_text
+
         while current:
             current.pop().stop()
-        if text and screen.is_terminal:
-            status = screen.status(text + " ...")
+        if call is not None and screen.is_terminal:
+            status = screen.status(busy_text(call) + " ...")
             status.start()
             current.append(status)
 
