@@ -166,3 +166,14 @@ def test_metrics_window_around_a_load_run_counts_preemptions(
     ]
     assert window["preemptions"] > 0 and window["preemptions_per_s"] > 0
     assert window["requests"] >= 16
+
+
+def test_metrics_save_where_it_cannot_write_is_one_line(
+    healthy_sim: SimProcess, tmp_path: Path
+) -> None:
+    target = tmp_path / "missing-dir" / "m.prom"
+    result = probe("metrics", "--url", healthy_sim.url, "--save", str(target))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"latency-wizard probe: error: cannot write {target}: No such file or directory"
+    ]

@@ -212,3 +212,19 @@ def test_this_machine_speaks_for_the_server_only_when_vllm_runs_here(
     remote = asyncio.run(host_probe(ProbeContext(target="http://10.255.1.2:8000"), {}))
     assert remote["gpu_host"] is None and remote["interconnect"] == "unknown"
     assert remote["notes"][0].startswith("vLLM runs on another machine (http://10.255.1.2:8000)")
+
+
+def test_probe_topology_visible_restricts_the_verdict() -> None:
+    path = str(FIXTURES / "topo-pasted-mixed.txt")
+    pairs = json.loads(cli("probe", "topology", path, "--visible", "0,1", "--json").stdout)
+    assert pairs["interconnect"] == "nvlink" and pairs["gpus"] == 4
+    assert "interconnect: pcie" in cli("probe", "topology", path, "--visible", "1,2").stdout
+
+
+def test_sim_host_evidence_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = cli("sim", "--port", "0", "--host-evidence", str(blocker / "host"))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot write host evidence to {blocker / 'host'}" in lines[0]

@@ -211,6 +211,13 @@ INFO 07-08 07:17:40 model_runner.py:1] Graph capturing finished in 21 secs.
     assert report["torch_compile_s"] == 41.22 and report["init_engine_s"] == 63.1
     assert report["startup_s"] == round(12.345678 + 63.1, 2)
     assert report["device_memory_gib"] == 79.2
+    # 2025 builds said "takes"; a line with no other timing word must still be read.
+    older = read_lines(
+        [
+            "(EngineCore_0 pid=7) INFO 05-09 00:50:02 [monitor.py:33] torch.compile takes 43.73 s in total\n"
+        ]
+    )
+    assert older["torch_compile_s"] == 43.73
 
 
 def test_a_failed_start_carries_its_numbers_and_is_flagged_for_the_walk() -> None:

@@ -17,6 +17,7 @@ from wizard.errors import WizardError
 
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 ITL = ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds")
+ITL_BUCKETS = frozenset(f"{name}_bucket" for name in ITL)
 
 
 @dataclass
@@ -98,7 +99,7 @@ def parse(text: str) -> MetricsSnapshot:
                 base, _, part = sample.name.rpartition("_")
                 histograms.setdefault(base, {}).setdefault(part, 0.0)
                 histograms[base][part] += sample.value
-            if sample.name in {f"{n}_bucket" for n in ITL} and sample.labels.get("le") not in (
+            if sample.name in ITL_BUCKETS and sample.labels.get("le") not in (
                 None,
                 "+Inf",
             ):
@@ -174,6 +175,7 @@ def delta(
         requests,
     )
     rate = counters[0] / window_s if counters[0] is not None and window_s else None
+    itl_mean = window_mean("itl_s")
     return {
         "restarted": any(c is not None and c < 0 for c in counters),
         "window_s": window_s,
@@ -183,11 +185,11 @@ def delta(
         "prompt_tokens": diff(before.prompt_tokens_total, after.prompt_tokens_total),
         "generation_tokens": counters[1],
         "server_ttft_mean_s": window_mean("ttft_s"),
-        "server_itl_mean_s": window_mean("itl_s"),
+        "server_itl_mean_s": itl_mean,
         "server_queue_mean_s": window_mean("queue_s"),
         "server_prefill_mean_s": window_mean("prefill_s"),
         "server_decode_mean_s": window_mean("decode_s"),
-        "itl_note": itl_bucket_note(window_mean("itl_s"), after.itl_smallest_bucket_s),
+        "itl_note": itl_bucket_note(itl_mean, after.itl_smallest_bucket_s),
     }
 
 

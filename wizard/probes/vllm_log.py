@@ -266,8 +266,6 @@ class LogReader:
 
     @staticmethod
     def _timings(run: Run, line: str) -> None:
-        if "took" not in line and "finished in" not in line and "GiB" not in line:
-            return
         for name, pattern in TIMINGS:
             if (match := pattern.search(line)) is not None:
                 seconds = float(match.group(1))
