@@ -11,9 +11,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+
+from tests.realvllm import REAL_API_KEY, RealVllm, vllm_python
 
 URL_LINE = re.compile(r"listening on (http://\S+)")
 
@@ -113,3 +116,84 @@ def healthy_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess
     sim = start_sim(tmp_path_factory.mktemp("sim"))
     yield sim
     sim.stop()
+
+
+# --- the real-vLLM tier ------------------------------------------------------------------------
+# A test marked ``@pytest.mark.real_vllm("CONFIG")`` gets the real server of that configuration
+# from ``real_vllm``. Servers are expensive (a minute to start, ~3 GB, one core busy-polled), so
+# at most one runs at a time, and the real tests are run last, grouped by configuration, so that
+# each server starts once.
+
+REAL_CONFIGS: dict[str, dict[str, Any]] = {
+    "healthy": {},
+    # uvicorn forced to h11: an HTTP/1.0 request gets a close-delimited body (nginx then buffers).
+    "h11": {"h11": True},
+    "seqs1": {"args": ("--max-num-seqs", "1")},
+    # 17 blocks of 128 tokens: 2,176 tokens of KV cache, preemption under 8 streams.
+    "override17": {"args": ("--num-gpu-blocks-override", "17")},
+    # 16 blocks hold 2,048 tokens; one max_model_len request needs 2048/128 + 1: start fails.
+    "override16": {"args": ("--num-gpu-blocks-override", "16")},
+    "chunked_off": {"args": ("--no-enable-chunked-prefill", "--max-num-batched-tokens", "512")},
+    "no_template_key": {"chat_template": False, "api_key": REAL_API_KEY},
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Real-vLLM tests last, grouped by configuration (so each server starts once)."""
+    order = list(REAL_CONFIGS)
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        marker = item.get_closest_marker("real_vllm")
+        if marker is None:
+            return (0, 0)
+        return (1, order.index(marker.args[0]))
+
+    items.sort(key=key)
+
+
+class RealVllmPool:
+    """Starts real servers on demand, one running at a time."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.servers: dict[str, RealVllm] = {}
+        self.current: RealVllm | None = None
+
+    def get(self, config: str) -> RealVllm:
+        if config not in REAL_CONFIGS:
+            raise KeyError(f"no real vLLM configuration {config!r}; known: {sorted(REAL_CONFIGS)}")
+        server = self.servers.get(config)
+        # A failed start is kept as it is (its log is the evidence); a running one is shared.
+        if server is not None and (server.running or server.started_s is None):
+            return server
+        if self.current is not None:
+            self.current.stop()
+        spec = REAL_CONFIGS[config]
+        server = RealVllm(
+            config, tuple(spec.get("args", ())), self.workdir / config, api_key=spec.get("api_key"),
+            chat_template=spec.get("chat_template", True), h11=spec.get("h11", False),
+        ).start()  # fmt: skip
+        self.servers[config] = server
+        self.current = server
+        return server
+
+    def stop(self) -> None:
+        for server in self.servers.values():
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def real_vllm_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealVllmPool]:
+    vllm_python()  # skip (or fail under WIZARD_REQUIRE_REAL_VLLM=1) before anything starts
+    pool = RealVllmPool(tmp_path_factory.mktemp("real-vllm"))
+    yield pool
+    pool.stop()
+
+
+@pytest.fixture
+def real_vllm(request: pytest.FixtureRequest, real_vllm_pool: RealVllmPool) -> RealVllm:
+    """The real server of the test's ``real_vllm`` marker configuration (started or failed)."""
+    marker = request.node.get_closest_marker("real_vllm")
+    if marker is None or not marker.args:
+        raise pytest.UsageError("a test using real_vllm needs @pytest.mark.real_vllm('CONFIG')")
+    return real_vllm_pool.get(marker.args[0])

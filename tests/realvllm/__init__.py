@@ -1,0 +1,159 @@
+"""The real-vLLM test tier: a real vLLM 0.32 (CPU build) serving a tiny random-weight model.
+
+The server runs from a venv of its own (``.ci/install-real-vllm``), found through
+``WIZARD_VLLM_PYTHON``. Without it every ``real_vllm`` test skips with that reason, unless
+``WIZARD_REQUIRE_REAL_VLLM=1`` (CI), where a missing venv is a failure. Servers are started on
+loopback with a configuration each, shared by the tests that need it (see ``conftest.py``), and
+stopped by PID (the whole process group: API server, engine core and worker).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+HERE = Path(__file__).parent
+# Start-up on a busy 2-core machine: 42 s with --enforce-eager and VLLM_CPU_CI_ENV=1, more when cold.
+START_TIMEOUT_S = 420.0
+SERVED_NAME = "tiny"
+MAX_MODEL_LEN = 2048
+# The key of the server started with --api-key (a test value, not a secret).
+REAL_API_KEY = "real-tier-key"
+
+
+def vllm_python() -> str:
+    """The real vLLM's python, or skip (fail under WIZARD_REQUIRE_REAL_VLLM=1) saying why."""
+    python = os.environ.get("WIZARD_VLLM_PYTHON", "")
+    reason = ""
+    if not python:
+        reason = "WIZARD_VLLM_PYTHON is not set (run .ci/install-real-vllm; see README)"
+    elif not Path(python).is_file():
+        reason = f"WIZARD_VLLM_PYTHON={python} does not exist"
+    if reason:
+        if os.environ.get("WIZARD_REQUIRE_REAL_VLLM") == "1":
+            pytest.fail(f"real vLLM required but missing: {reason}")
+        pytest.skip(f"real vLLM tier skipped: {reason}")
+    return python
+
+
+def make_model(directory: Path, *, chat_template: bool = True) -> Path:
+    """A tiny Llama (config + tokenizer trained here; random weights at load time)."""
+    if not (directory / "config.json").exists():
+        command = [vllm_python(), str(HERE / "make_model.py"), str(directory)]
+        if not chat_template:
+            command.append("--no-chat-template")
+        subprocess.run(command, check=True, capture_output=True, timeout=300)
+    return directory
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# Uvicorn picks httptools when it is installed (a stock vLLM install has it): to an HTTP/1.0
+# request it answers with a chunked body. Forcing h11 gives the close-delimited upstream instead.
+H11_LAUNCH = (
+    "import runpy, sys, uvicorn.config as c\n"
+    "orig = c.Config.__init__\n"
+    "def init(self, *a, **k):\n"
+    "    k['http'] = 'h11'; orig(self, *a, **k)\n"
+    "c.Config.__init__ = init\n"
+    "sys.argv = ['api_server', *sys.argv[1:]]\n"
+    "runpy.run_module('vllm.entrypoints.openai.api_server', run_name='__main__')"
+)
+
+
+@dataclass
+class RealVllm:
+    """One real vLLM server process on loopback (or a start that failed, with its log)."""
+
+    name: str
+    args: tuple[str, ...]
+    workdir: Path
+    api_key: str | None = None
+    chat_template: bool = True
+    h11: bool = False
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+    started_s: float | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.workdir / f"{self.name}.log"
+
+    def log(self) -> str:
+        return self.log_file.read_text(encoding="utf-8", errors="replace")
+
+    def command(self, model_dir: Path) -> list[str]:
+        flags = [
+            "--model", str(model_dir), "--load-format", "dummy",
+            "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(self.port),
+            "--max-model-len", str(MAX_MODEL_LEN), "--enforce-eager", *self.args,
+        ]  # fmt: skip
+        if self.api_key:
+            flags += ["--api-key", self.api_key]
+        entry = ["-c", H11_LAUNCH] if self.h11 else ["-m", "vllm.entrypoints.openai.api_server"]
+        return [vllm_python(), *entry, *flags]
+
+    def start(self) -> RealVllm:
+        """Start and wait for /health 200, or for the process to exit (a failed start)."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        model_dir = make_model(
+            self.workdir.parent / ("model" if self.chat_template else "model-no-template"),
+            chat_template=self.chat_template,
+        )
+        env = {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
+            "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_CI_ENV": "1", "PYTHONUNBUFFERED": "1",
+        }  # fmt: skip
+        env.pop("VLLM_API_KEY", None)  # the server's key is --api-key, never the test's env
+        began = time.monotonic()
+        with self.log_file.open("wb") as log:
+            self.process = subprocess.Popen(
+                self.command(model_dir), stdout=log, stderr=subprocess.STDOUT, env=env,
+                cwd=self.workdir, start_new_session=True,
+            )  # fmt: skip
+        deadline = began + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return self  # a failed start: the log says why
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(self.url + "/health", timeout=2).status_code == 200:
+                    self.started_s = time.monotonic() - began
+                    return self
+            time.sleep(0.5)
+        self.stop()
+        raise AssertionError(f"real vLLM {self.name} not ready after {START_TIMEOUT_S:.0f} s")
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        """Stop the server's whole process group (it was started in a session of its own)."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
