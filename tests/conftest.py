@@ -166,19 +166,22 @@ class RealVllmPool:
         # A failed start is kept as it is (its log is the evidence); a running one is shared.
         if server is not None and (server.running or server.started_s is None):
             return server
-        if self.current is not None:
-            self.current.stop()
-        spec = REAL_CONFIGS[config]
-        server = RealVllm(
-            config, tuple(spec.get("args", ())), self.workdir / config, api_key=spec.get("api_key"),
-            chat_template=spec.get("chat_template", True), h11=spec.get("h11", False),
-        ).start()  # fmt: skip
+        server = self.start(config, **REAL_CONFIGS[config])
         self.servers[config] = server
-        self.current = server
         return server
 
+    def start(self, name: str, **spec: Any) -> RealVllm:
+        """A server of any configuration (a proposed change tried for real), stopping the last."""
+        if self.current is not None:
+            self.current.stop()
+        self.current = RealVllm(
+            name, tuple(spec.get("args", ())), self.workdir / name, api_key=spec.get("api_key"),
+            chat_template=spec.get("chat_template", True), h11=spec.get("h11", False),
+        ).start()  # fmt: skip
+        return self.current
+
     def stop(self) -> None:
-        for server in self.servers.values():
+        for server in [*self.servers.values(), *([self.current] if self.current else [])]:
             server.stop()
 
 

@@ -65,3 +65,75 @@ def test_evidence_numbers_keep_their_meaningful_digits(value: Any, shown: str) -
     from wizard.engine import render_evidence
 
     assert render_evidence("x={a.b}", {"a": {"b": value}}, {}) == f"x={shown}"
+
+
+# -- the change each finding proposes ------------------------------------------------------------
+
+
+def proposed(code: str, case: dict[str, Any]) -> dict[str, Any] | None:
+    from wizard.changes import propose
+
+    return propose(BOOK.findings[code].change, case.get("facts") or {}, case.get("answers") or {})
+
+
+@pytest.mark.parametrize(("code", "case"), [c for c in cases("trigger") if "change" in c.values[1]])
+def test_trigger_fixtures_propose_the_change_computed_from_their_facts(
+    code: str, case: dict[str, Any]
+) -> None:
+    change = proposed(code, case)
+    assert change is not None and "not_applicable" not in change, change
+    assert {key: change[key] for key in case["change"]} == case["change"]
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(str(value).removesuffix("s"))
+    except (TypeError, ValueError):
+        return None
+
+
+@pytest.mark.parametrize(("code", "case"), cases("trigger"))
+def test_every_computed_change_moves_the_right_way_and_would_start(
+    code: str, case: dict[str, Any]
+) -> None:
+    """Whatever the facts, a computed change is never a no-op, never goes against its finding's
+    direction, and never names a configuration vLLM refuses to start with."""
+    from wizard.changes import refusals, server_config
+
+    template = BOOK.findings[code].change
+    if template is None or "compute" not in template:
+        pytest.skip(f"{code} proposes no computed change")
+    change = proposed(code, case)
+    assert change is not None
+    if change.get("after") is None:
+        assert "<" in change["apply"] or change["layer"] == "host", change  # says what to read
+        return
+    assert change["after"] != change["before"], change
+    before, after = _number(change["before"]), _number(change["after"])
+    direction = template.get("direction")
+    if before is not None and after is not None and change["parameter"] == template["parameter"]:
+        assert (
+            after > before
+            if direction == "raise"
+            else after < before
+            if direction == "lower"
+            else True
+        )
+    if change["layer"] == "vllm":
+        config = {**server_config(case.get("facts") or {}), change["parameter"]: change["after"]}
+        assert refusals(config) == [], config
+
+
+def test_refusals_are_vllms_start_up_checks() -> None:
+    from wizard.changes import refusals
+
+    assert refusals(
+        {"chunked_prefill": False, "max_model_len": 2048, "max_num_batched_tokens": 512}
+    )
+    assert not refusals(
+        {"chunked_prefill": True, "max_model_len": 2048, "max_num_batched_tokens": 512}
+    )
+    # vLLM needs max_model_len / block_size + 1 blocks (16 of 128 cannot hold 2048; 17 can).
+    assert refusals({"num_gpu_blocks": 16, "block_size": 128, "max_model_len": 2048})
+    assert not refusals({"num_gpu_blocks": 17, "block_size": 128, "max_model_len": 2048})
+    assert refusals({"max_num_batched_tokens": 128, "max_num_seqs": 256})

@@ -7,7 +7,7 @@ import json
 import random
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -109,24 +109,45 @@ def test_compare_real_measurements(sim_factory: SimFactory) -> None:
     assert {c.segment: c.verdict for c in compare(first, slow)}["tpot_ms"] == "regressed"
 
 
-def test_saturated_client_is_reported_not_trusted(healthy_sim: SimProcess) -> None:
-    async def hog_and_load() -> LoadResult:
-        async def hog() -> None:
-            while True:
-                time.sleep(0.015)  # blocks the client's event loop, as an overloaded client would
-                await asyncio.sleep(0.005)
-
+def _load_beside(hog: Callable[[], Awaitable[None]], url: str) -> LoadResult:
+    async def run() -> LoadResult:
         task = asyncio.create_task(hog())
         try:
             request = RequestSpec(model=MODEL, input_tokens=16, max_tokens=24)
-            return await run_load(healthy_sim.url, request, concurrency=2, requests=4)
+            return await run_load(url, request, concurrency=2, requests=4)
         finally:
             task.cancel()
 
-    result = asyncio.run(hog_and_load())
-    assert result.health.saturated
+    return asyncio.run(run())
+
+
+def test_saturated_client_is_reported_not_trusted(healthy_sim: SimProcess) -> None:
+    async def burn() -> None:
+        while True:  # the client's own work fills its core, as an overloaded client's would
+            until = time.monotonic() + 0.03
+            while time.monotonic() < until:
+                pass
+            await asyncio.sleep(0)
+
+    result = _load_beside(burn, healthy_sim.url)
+    assert result.health.saturated and not result.health.contended
     client = result.to_dict()["client"]
     assert client["cause"] == "client_saturated" and "overstate" in client["reason"]
+
+
+def test_a_client_kept_off_the_cpu_is_contended_not_saturated(healthy_sim: SimProcess) -> None:
+    """Lag at little CPU is other processes holding the cores (a vLLM engine's busy loop on the
+    same machine): fewer streams would not help, so it is not client_saturated (LAT050)."""
+
+    async def descheduled() -> None:
+        while True:
+            time.sleep(0.015)  # the loop is stopped without using CPU, as when descheduled
+            await asyncio.sleep(0.005)
+
+    result = _load_beside(descheduled, healthy_sim.url)
+    assert result.health.contended and not result.health.saturated
+    client = result.to_dict()["client"]
+    assert client["cause"] is None and "share this machine's cores" in client["reason"]
 
 
 def test_probe_load_cli_json(healthy_sim: SimProcess) -> None:

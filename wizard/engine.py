@@ -9,10 +9,10 @@ by ``restore``, which is how ``resume`` continues a killed session.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from wizard import conditions
+from wizard import changes, conditions
 from wizard.measure import IncomparableError, Measurement, MeasurementSpec, compare
 from wizard.operator import Operator, coerce
 from wizard.playbook import END, Finding, Node, Playbook, ProbeCall
@@ -198,6 +198,10 @@ async def _probe(
 
 
 async def _finding(session: Session, node: Node, finding: Finding) -> None:
+    # The change is computed from what the walk knows about the server now, never a constant.
+    finding = replace(
+        finding, change=changes.propose(finding.change, session.facts, session.answers)
+    )
     data = {
         "code": finding.code, "cause": finding.cause, "severity": finding.severity,
         "title": finding.title, "advice": finding.advice,
@@ -207,6 +211,10 @@ async def _finding(session: Session, node: Node, finding: Finding) -> None:
     session.findings.append(data)
     session.record("finding", node.id, data)
     if finding.change is None:
+        return
+    unusable = changes.unusable(finding.change)
+    if unusable:
+        session.record("note", node.id, {"text": f"{finding.code}: no value to apply ({unusable})"})
         return
     decision = await session.operator.decide(finding, session.lang)
     if not decision.applied:

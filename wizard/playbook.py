@@ -16,6 +16,7 @@ from typing import Any
 import networkx as nx
 
 from wizard import conditions
+from wizard.changes import COMPUTERS
 from wizard.errors import WizardError
 from wizard.probes.registry import PROBES
 from wizard.vocabulary import CAUSES, LANGUAGES, LAYERS, PROCEDURE_ITEMS, SEVERITIES
@@ -293,9 +294,19 @@ def _finding(code: str, body: Any, where: Path_, errors: _Collector) -> Finding 
         )
     change = body.get("change")
     if change is not None:
-        if not isinstance(change, dict) or not {"layer", "parameter", "apply"} <= set(change):
+        if not isinstance(change, dict) or not {"layer", "parameter"} <= set(change):
+            errors.add((*where, "change"), f"finding {code}: change needs layer and parameter")
+        elif "apply" not in change and "compute" not in change:
             errors.add(
-                (*where, "change"), f"finding {code}: change needs layer, parameter and apply"
+                (*where, "change"),
+                f"finding {code}: change needs `apply` (a fixed text) or `compute` (a function "
+                "of wizard/changes.py that computes it from the server's values)",
+            )
+        elif "compute" in change and change["compute"] not in COMPUTERS:
+            errors.add(
+                (*where, "change", "compute"),
+                f"finding {code}: unknown compute {change['compute']!r}; known: "
+                + ", ".join(sorted(COMPUTERS)),
             )
         elif change["layer"] not in LAYERS:
             errors.add(

@@ -22,7 +22,8 @@ from wizard.probes.stream import RequestSpec, StreamSample, measure_stream, stre
 
 LAG_PROBE_INTERVAL_S = 0.01
 # Sustained lag, not a spike: the p99 is dominated by the burst of connection set-ups at the start.
-SATURATED_LAG_P90_MS = 5.0
+LAGGING_P90_MS = 5.0
+# The client is one asyncio thread: it is the bottleneck only when its own work fills a core.
 SATURATED_CPU_FRACTION = 0.9
 
 
@@ -37,19 +38,33 @@ class ClientHealth:
 
     @property
     def saturated(self) -> bool:
-        """True when the client itself was too busy for its timestamps to be trusted."""
-        return (
-            self.loop_lag_p90_ms > SATURATED_LAG_P90_MS
-            or self.cpu_fraction > SATURATED_CPU_FRACTION
-        )
+        """True when the client's own work filled its core: it, not the server, set the pace."""
+        return self.cpu_fraction > SATURATED_CPU_FRACTION
+
+    @property
+    def contended(self) -> bool:
+        """True when the client lagged while using little CPU: other processes held the cores.
+
+        That is not the client's fault and lowering its concurrency does nothing about it; on a
+        machine that also runs vLLM it is the engine's busy loop (it polls one core).
+        """
+        return not self.saturated and self.loop_lag_p90_ms > LAGGING_P90_MS
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape, with the verdict and its reason."""
         reason = None
         if self.saturated:
             reason = (
-                f"client event-loop lag p90 {self.loop_lag_p90_ms:.1f} ms, "
-                f"CPU {self.cpu_fraction:.0%} of a core: its timings overstate latency"
+                f"the client used {self.cpu_fraction:.0%} of a core (event-loop lag p90 "
+                f"{self.loop_lag_p90_ms:.1f} ms): its own work set the pace, its timings overstate "
+                "latency"
+            )
+        elif self.contended:
+            reason = (
+                f"the client was kept waiting for a CPU (event-loop lag p90 "
+                f"{self.loop_lag_p90_ms:.1f} ms at only {self.cpu_fraction:.0%} of a core): other "
+                f"processes share this machine's cores; timings may be up to "
+                f"{self.loop_lag_p90_ms:.0f} ms high"
             )
         return {
             "loop_lag_p90_ms": self.loop_lag_p90_ms,
@@ -57,6 +72,7 @@ class ClientHealth:
             "loop_lag_max_ms": self.loop_lag_max_ms,
             "cpu_fraction": self.cpu_fraction,
             "saturated": self.saturated,
+            "contended": self.contended,
             "cause": "client_saturated" if self.saturated else None,
             "reason": reason,
         }

@@ -150,4 +150,8 @@ class _ServerWatch:
             "ttft_outside_engine_ms": outside_ms,
             "itl_note": change["itl_note"],
             "kv_cache_tokens": after.kv_cache_tokens,
+            "num_gpu_blocks": after.num_gpu_blocks,
+            "block_size": after.block_size,
+            "num_gpu_blocks_override": after.num_gpu_blocks_override,
+            "gpu_memory_utilization": after.gpu_memory_utilization,
         }

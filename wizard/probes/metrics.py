@@ -7,6 +7,7 @@ exposes no ``vllm:`` series at all; that is recognised and explained rather than
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -40,6 +41,9 @@ class MetricsSnapshot:
     decode_s: dict[str, float] = field(default_factory=dict)
     num_gpu_blocks: int | None = None
     block_size: int | None = None
+    # The engine's own word on its cache configuration (vllm:cache_config_info labels).
+    num_gpu_blocks_override: int | None = None
+    gpu_memory_utilization: float | None = None
     itl_smallest_bucket_s: float | None = None
 
     @property
@@ -109,6 +113,8 @@ def parse(text: str) -> MetricsSnapshot:
             if sample.name == "vllm:cache_config_info":
                 snap.num_gpu_blocks = _int(sample.labels.get("num_gpu_blocks"))
                 snap.block_size = _int(sample.labels.get("block_size"))
+                snap.num_gpu_blocks_override = _int(sample.labels.get("num_gpu_blocks_override"))
+                snap.gpu_memory_utilization = _float(sample.labels.get("gpu_memory_utilization"))
     if not sums:
         snap.stats_disabled = True
         return snap
@@ -130,6 +136,15 @@ def parse(text: str) -> MetricsSnapshot:
 
 def _int(value: str | None) -> int | None:
     return int(value) if value is not None and value.isdigit() else None
+
+
+def _float(value: str | None) -> float | None:
+    """A label's number; vLLM writes "None" for an unset value."""
+    try:
+        number = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return number if number is not None and math.isfinite(number) else None
 
 
 def _mean(parts: dict[str, float] | None) -> dict[str, float]:

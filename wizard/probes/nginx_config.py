@@ -197,6 +197,7 @@ def _analyse_location(loc: dict[str, Any], levels: list[Level], server: dict[str
             None if upstream is None else any(d["directive"] == "keepalive" for d in upstream)
         ),
         "gzip_event_stream": gzip_on == "on" and bool({"text/event-stream", "*"} & type_names),
+        "gzip_types": sorted(type_names) if gzip_on == "on" else [],
         "proxy_cache": _single(here, "proxy_cache")[0],
         "proxy_buffer_size": _single(here, "proxy_buffer_size")[0],
         "proxy_buffers": _single(here, "proxy_buffers")[0],

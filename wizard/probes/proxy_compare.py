@@ -1,9 +1,12 @@
 """The direct-vs-proxy signature: the same streamed request both ways, and what the proxy did.
 
-A buffering proxy inflates TTFT by about (buffer bytes / event bytes) x ITL, delivers many events
-per network read, and holds even the response headers until the first burst. gzip on an event
-stream with buffering holds the whole stream (TTFT ~ E2E). A read timeout mid-stream shows as
-status 200 with a cut body, never as a 504.
+A buffering proxy delivers many events per network read where the direct path delivers them one
+by one, inflates TTFT by about (buffer bytes / event bytes) x ITL, and can hold even the response
+headers until the first burst. Bursts through the proxy prove nothing on their own: a fast server
+can deliver a whole answer in one read on the direct path too, so the verdict needs the direct
+path smooth and the proxied one bursty (``proxy_bursts``). gzip on an event stream is told by its
+own evidence, the proxied response's ``Content-Encoding`` (or the config). A read timeout
+mid-stream shows as status 200 with a cut body, never as a 504.
 """
 
 from __future__ import annotations
@@ -16,6 +19,23 @@ from wizard.probes.stream import RequestSpec, StreamSample, measure_stream, stre
 
 BURST_EVENTS = 4
 INFLATION_MS = 20.0
+# Bursty through the proxy means at least twice the direct path's events per read: the structural
+# signature of a buffer (about 18 events per 4 KB read against about one), not a tuned threshold.
+BURST_RATIO = 2.0
+
+
+def proxy_bursts(direct_burst: dict[str, Any], via_burst: dict[str, Any]) -> bool:
+    """True when the proxied stream arrives in bursts that the direct stream does not show."""
+    via_mean, direct_mean = (
+        via_burst.get("mean_events_per_read"),
+        direct_burst.get("mean_events_per_read"),
+    )
+    if via_mean is None or direct_mean is None:
+        return False
+    return bool(
+        via_burst.get("max_events_per_read", 0) >= BURST_EVENTS
+        and via_mean >= BURST_RATIO * max(direct_mean, 1.0)
+    )
 
 
 async def compare_paths(
@@ -46,25 +66,21 @@ def judge(
         and v_headers > d_headers + INFLATION_MS and after_headers < 5
     )  # fmt: skip
     truncated = any(s.error_kind == "truncated" for s in via_samples)
-    e2e = v["e2e_ms"]["p50"]
-    whole_stream = bool(
-        v_ttft is not None
-        and e2e is not None
-        and v_ttft > 0.9 * e2e
-        and events_per_read > BURST_EVENTS
-    )
-    buffering = bool(
-        inflation is not None and inflation > INFLATION_MS and events_per_read >= BURST_EVENTS
-    )
+    bursty = proxy_bursts(d["burst"], v["burst"])
+    gzip = "gzip" in v["burst"].get("content_encodings", [])
+    whole_stream = bursty and gzip
+    buffering = bursty and not gzip
     if truncated:
         verdict = (
             "the proxy cuts streams (status 200, no [DONE]): a read timeout shorter than a silence"
         )
     elif whole_stream:
-        verdict = "the proxy holds the whole stream: gzip on text/event-stream with buffering on"
+        verdict = "the proxy compresses the event stream (Content-Encoding: gzip) and delivers it in bursts"
     elif buffering:
         verdict = (
-            f"the proxy buffers: TTFT +{inflation:.0f} ms, up to {events_per_read} events per read"
+            f"the proxy buffers: up to {events_per_read} events per read where the direct path "
+            f"has {d['burst']['max_events_per_read']}"
+            + (f"; TTFT +{inflation:.0f} ms" if inflation is not None else "")
         )
     else:
         verdict = "the proxy passes events through as they come"
@@ -72,6 +88,7 @@ def judge(
         "direct": direct, "via": via,
         "buffering_suspected": buffering or whole_stream,
         "whole_stream_held": whole_stream,
+        "gzip": gzip,
         "ttft_inflation_ms": inflation,
         "max_events_per_read_via": events_per_read,
         "headers_delayed": headers_delayed,

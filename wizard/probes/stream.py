@@ -89,6 +89,8 @@ class StreamSample:
     finish_reason: str | None = None
     keep_alives: int = 0
     malformed_events: int = 0
+    # How the body came (gzip from a proxy compressing the event stream is evidence of LAT002).
+    content_encoding: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -174,6 +176,7 @@ class StreamSample:
             "max_events_per_read": self.max_events_per_read,
             "keep_alives": self.keep_alives,
             "malformed_events": self.malformed_events,
+            "content_encoding": self.content_encoding,
         }
 
 
@@ -212,6 +215,7 @@ async def measure_stream(
         ) as response:
             sample.headers_ns = time.monotonic_ns()
             sample.status = response.status_code
+            sample.content_encoding = response.headers.get("content-encoding")
             if response.status_code >= 400:
                 body = (await response.aread())[:300].decode("utf-8", "replace")
                 sample.error_kind = f"http_{response.status_code}"
@@ -322,6 +326,7 @@ def burst_evidence(samples: list[StreamSample]) -> dict[str, Any]:
             ]
         ),
         "gap_histogram_ms": histogram,
+        "content_encodings": sorted({s.content_encoding for s in samples if s.content_encoding}),
     }
 
 

@@ -1,0 +1,220 @@
+"""The real-vLLM tier: the wizard against a real vLLM 0.32 (CPU build) on loopback.
+
+Every assertion is a deterministic fact of the real program (what it serves, logs and counts),
+never a timing threshold a busy machine could flip. Walks reach their cause with a change computed
+from the server's own values, and where the change is a vLLM flag, the server is started with it
+to show that vLLM accepts it (and, for the KV cache, that the preemptions are gone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import RealVllmPool, wizard_command
+from tests.realvllm import MAX_MODEL_LEN, REAL_API_KEY, SERVED_NAME, RealVllm
+from wizard import transcript
+from wizard.changes import refusals
+
+QUICK = {"run_loadgen": False}  # LoadGen has its own test below
+
+
+def walk(
+    tmp_path: Path, server: RealVllm, *args: str, env: dict[str, str] | None = None,
+    answers: dict[str, Any] | None = None, log: bool = True,
+) -> transcript.Transcript:  # fmt: skip
+    path = tmp_path / f"walk-{len(list(tmp_path.glob('walk-*')))}.ndjson"
+    answers_file = tmp_path / "answers.yaml"
+    answers_file.write_text(json.dumps(answers if answers is not None else QUICK))
+    command = ["run", "--target", server.url, "--answers", str(answers_file)]
+    if log:
+        command += ["--vllm-log", str(server.log_file)]
+    full_env = {k: v for k, v in os.environ.items() if k not in ("VLLM_API_KEY", "OPENAI_API_KEY")}
+    result = subprocess.run(
+        wizard_command(*command, *args, "--transcript", str(path)),
+        capture_output=True, text=True, timeout=900, env={**full_env, **(env or {})},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    loaded = transcript.load(path)
+    assert loaded.complete
+    return loaded
+
+
+def findings(loaded: transcript.Transcript) -> list[dict[str, Any]]:
+    return [e["data"] for e in loaded.events if e["type"] == "finding"]
+
+
+def causes(loaded: transcript.Transcript) -> set[str]:
+    return {f["cause"] for f in findings(loaded)}
+
+
+def change_of(loaded: transcript.Transcript, code: str) -> dict[str, Any]:
+    found = [f for f in findings(loaded) if f["code"] == code]
+    assert found, f"{code} not found; findings: {[f['code'] for f in findings(loaded)]}"
+    change = found[0]["change"]
+    assert change is not None and "not_applicable" not in change, change
+    return dict(change)
+
+
+def round_facts(loaded: transcript.Transcript, round_as: str) -> dict[str, Any]:
+    """The facts of the first measurement round recorded as ``round_as``."""
+    return dict(
+        next(
+            e["data"]["facts"]
+            for e in loaded.events
+            if e["type"] == "probe_result" and e["data"]["as"] == round_as
+        )
+    )
+
+
+def probe_json(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    result = subprocess.run(
+        wizard_command("probe", *args, "--json"), capture_output=True, text=True, timeout=300,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    assert result.stdout, result.stderr
+    return dict(json.loads(result.stdout))
+
+
+# -- evidence probes read the real server -------------------------------------------------------
+
+
+@pytest.mark.real_vllm("healthy")
+def test_evidence_probes_read_the_real_server(real_vllm: RealVllm) -> None:
+    endpoints = probe_json("endpoints", "--target", real_vllm.url)
+    assert endpoints["health_status"] == 200 and endpoints["version"] == "0.32.0"
+    assert endpoints["model"] == SERVED_NAME and endpoints["max_model_len"] == MAX_MODEL_LEN
+    assert endpoints["completions_ok"] and endpoints["chat_ok"] and endpoints["auth"] == "none"
+
+    before = probe_json("metrics", "--url", real_vllm.url)
+    assert before["generation"] == "v1" and before["engines"] == 1
+    assert before["block_size"] == 128 and before["kv_cache_tokens"] == 1_048_576
+    load = subprocess.run(
+        wizard_command("probe", "load", "--target", real_vllm.url, "--concurrency", "2",
+                       "--requests", "6", "--max-tokens", "16", "--json"),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert load.returncode == 0, load.stderr
+    assert json.loads(load.stdout)["steady"]["summary"]["succeeded"] == 6
+    after = probe_json("metrics", "--url", real_vllm.url)
+    # Every request of the load counted by the server: 6 steady + warm-up, 16 tokens each.
+    assert after["generation_tokens_total"] - (before["generation_tokens_total"] or 0) >= 6 * 16
+    assert after["preemptions_total"] == before["preemptions_total"] == 0
+
+    log = probe_json("vllm-log", str(real_vllm.log_file))
+    assert log["engine"] == "v1" and log["max_model_len"] == MAX_MODEL_LEN
+    assert log["kv_cache_tokens"] == 1_048_576 and log["enforce_eager"] is True
+    assert log["errors"] == []
+
+
+@pytest.mark.real_vllm("healthy")
+def test_healthy_real_server_has_no_cause(real_vllm: RealVllm, tmp_path: Path) -> None:
+    loaded = walk(tmp_path, real_vllm)
+    assert [f["code"] for f in findings(loaded) if f["severity"] == "fail"] == []
+    assert causes(loaded) == set()
+
+
+# -- faults the real server reproduces ------------------------------------------------------------
+
+
+@pytest.mark.real_vllm("seqs1")
+def test_one_sequence_under_eight_streams_is_queueing(real_vllm: RealVllm, tmp_path: Path) -> None:
+    loaded = walk(tmp_path, real_vllm)
+    assert "queue_saturation" in causes(loaded)
+    assert "kv_cache_preemption" not in causes(loaded)
+    change = change_of(loaded, "LAT013")
+    assert change["parameter"] == "max_num_seqs" and change["before"] == 1
+    # Room for the eight streams that arrived together, not a constant.
+    assert change["after"] == 8 and change["apply"] == "--max-num-seqs 8"
+    assert refusals({"max_num_seqs": change["after"], "max_model_len": MAX_MODEL_LEN}) == []
+
+
+@pytest.mark.real_vllm("override17")
+def test_kv_cache_override_preempts_and_the_computed_fix_stops_it(
+    real_vllm: RealVllm, real_vllm_pool: RealVllmPool, tmp_path: Path
+) -> None:
+    loaded = walk(tmp_path, real_vllm)
+    assert "kv_cache_preemption" in causes(loaded)
+    measured = round_facts(loaded, "loaded")
+    assert measured["server"]["preemptions"] > 0
+    assert measured["server"]["num_gpu_blocks_override"] == 17
+    change = change_of(loaded, "LAT010")
+    # The limit actually set is the override, so that is what the change raises.
+    assert change["parameter"] == "num_gpu_blocks_override" and change["before"] == 17
+    assert (
+        change["after"] > 17 and change["apply"] == f"--num-gpu-blocks-override {change['after']}"
+    )
+
+    fixed = real_vllm_pool.start(
+        "override-fixed", args=("--num-gpu-blocks-override", str(change["after"]))
+    )
+    assert fixed.running, fixed.log()[-2000:]
+    again = walk(tmp_path, fixed)
+    remeasured = round_facts(again, "loaded")
+    assert remeasured["server"]["preemptions"] == 0
+    assert "kv_cache_preemption" not in causes(again)
+
+
+@pytest.mark.real_vllm("override16")
+def test_cache_too_small_to_start_gets_the_logs_estimate(
+    real_vllm: RealVllm, real_vllm_pool: RealVllmPool, tmp_path: Path
+) -> None:
+    assert not real_vllm.running
+    loaded = walk(tmp_path, real_vllm)
+    assert "kv_cache_too_small_for_max_model_len" in causes(loaded)
+    change = change_of(loaded, "LAT040")
+    assert change["parameter"] == "max_model_len"
+    assert change["before"] == MAX_MODEL_LEN and change["after"] == 1920  # the log's estimate
+
+    fixed = real_vllm_pool.start(
+        "override16-fixed",
+        args=("--num-gpu-blocks-override", "16", "--max-model-len", str(change["after"])),
+    )
+    assert fixed.running, fixed.log()[-2000:]
+
+
+@pytest.mark.real_vllm("chunked_off")
+def test_chunked_prefill_refusal_gets_the_value_filled_in(
+    real_vllm: RealVllm, real_vllm_pool: RealVllmPool, tmp_path: Path
+) -> None:
+    assert not real_vllm.running
+    loaded = walk(tmp_path, real_vllm)
+    assert "chunked_prefill_budget" in causes(loaded)
+    change = change_of(loaded, "LAT014")
+    assert change["parameter"] == "max_num_batched_tokens"
+    assert change["before"] == 512 and change["after"] == MAX_MODEL_LEN
+    assert "<" not in change["apply"]
+
+    fixed = real_vllm_pool.start(
+        "chunked-off-fixed",
+        args=("--no-enable-chunked-prefill", "--max-num-batched-tokens", str(change["after"])),
+    )
+    assert fixed.running, fixed.log()[-2000:]
+
+
+@pytest.mark.real_vllm("no_template_key")
+def test_api_key_and_missing_chat_template(real_vllm: RealVllm, tmp_path: Path) -> None:
+    for path in ("/health", "/version", "/metrics"):  # open without a key, as in real vLLM
+        assert httpx.get(real_vllm.url + path, timeout=10).status_code == 200
+    assert httpx.get(real_vllm.url + "/v1/models", timeout=10).status_code == 401
+
+    without = probe_json("endpoints", "--target", real_vllm.url)
+    assert without["auth"] == "required"
+    wrong = probe_json("endpoints", "--target", real_vllm.url, env={"VLLM_API_KEY": "wrong"})
+    assert wrong["auth"] == "rejected"
+    right = probe_json("endpoints", "--target", real_vllm.url, env={"VLLM_API_KEY": REAL_API_KEY})
+    assert right["auth"] == "ok" and right["chat_template_missing"] is True
+    assert right["completions_ok"] is True
+
+    no_key = walk(tmp_path, real_vllm)
+    assert "auth_failure" in causes(no_key)
+    keyed = walk(tmp_path, real_vllm, env={"VLLM_API_KEY": REAL_API_KEY})
+    assert "chat_template_missing" in causes(keyed) and "auth_failure" not in causes(keyed)
+    for path in tmp_path.glob("walk-*.ndjson"):
+        assert REAL_API_KEY not in path.read_text()

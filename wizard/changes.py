@@ -1,0 +1,435 @@
+"""The one change a finding proposes, computed from the server's current values.
+
+A finding's ``change`` in the playbook names the layer and the lever; when it says ``compute:
+NAME``, the concrete values come from the function registered under NAME here, fed with what the
+walk knows about the server (its ``/metrics`` ``cache_config_info``, its log, ``/v1/models``,
+the round's own spec). A constant could go the wrong way (a "lower to 2048" for a budget of 256),
+so nothing here proposes a fixed number: when the current value is unknown, the change says what
+to read instead of guessing. Every vLLM change is then checked against what vLLM refuses at
+start-up (``refusals``), so the wizard never proposes a server that would not start.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from wizard import conditions
+
+# Where the server's current engine configuration is read, most authoritative first: what the live
+# server reports about itself, then its log (the incident's run), then /v1/models.
+ROUNDS = ("loaded", "direct", "long", "proxy")
+# What an unset --gpu-memory-utilization resolves to (vLLM 0.34, non-extensible KV cache).
+UNSET_GPU_MEMORY_UTILIZATION = 0.92
+
+
+@dataclass(frozen=True)
+class Known:
+    """One current value and where it came from (shown with the change)."""
+
+    value: Any
+    source: str
+
+
+def _fact(facts: dict[str, Any], path: str) -> Any:
+    found = conditions.lookup(facts, path)
+    return None if found is conditions.MISSING else found
+
+
+def current(facts: dict[str, Any], key: str) -> Known | None:
+    """The server's current value of an engine setting, with its source, or None when unknown."""
+    paths = {
+        "num_gpu_blocks": [f"{r}.server.num_gpu_blocks" for r in ROUNDS]
+        + ["vllmlog.num_gpu_blocks"],
+        "num_gpu_blocks_override": [f"{r}.server.num_gpu_blocks_override" for r in ROUNDS]
+        + ["vllmlog.num_gpu_blocks_override"],
+        "block_size": [f"{r}.server.block_size" for r in ROUNDS] + ["vllmlog.block_size"],
+        "kv_cache_tokens": [f"{r}.server.kv_cache_tokens" for r in ROUNDS]
+        + ["vllmlog.kv_cache_tokens"],
+        "gpu_memory_utilization": ["vllmlog.gpu_memory_utilization"]
+        + [f"{r}.server.gpu_memory_utilization" for r in ROUNDS],
+        "max_model_len": ["endpoints.max_model_len", "vllmlog.max_model_len"],
+        "max_num_seqs": ["vllmlog.max_num_seqs"],
+        "max_num_batched_tokens": ["vllmlog.max_num_batched_tokens"],
+        "chunked_prefill": ["vllmlog.chunked_prefill"],
+        "estimated_max_model_len": ["vllmlog.estimated_max_model_len"],
+        "kv_cache_device": ["vllmlog.kv_cache_device"],
+    }[key]
+    for path in paths:
+        value = _fact(facts, path)
+        if value is not None:
+            return Known(value, path)
+    return None
+
+
+def round_demand(facts: dict[str, Any], round_as: str) -> tuple[int, int] | None:
+    """(concurrency, tokens per request) of a measured round: what the KV cache must hold."""
+    spec = _fact(facts, f"{round_as}.spec")
+    if not isinstance(spec, dict):
+        return None
+    return int(spec["concurrency"]), int(spec["input_tokens"]) + int(spec["output_tokens"])
+
+
+def refusals(config: dict[str, Any]) -> list[str]:
+    """What vLLM refuses at start-up for this configuration (only the keys present are checked)."""
+    problems = []
+    mml, budget = config.get("max_model_len"), config.get("max_num_batched_tokens")
+    seqs = config.get("max_num_seqs")
+    if config.get("chunked_prefill") is False and mml and budget and budget < mml:
+        problems.append(
+            f"max_num_batched_tokens {budget} < max_model_len {mml} with chunked prefill off"
+        )
+    if budget and seqs and budget < seqs:
+        problems.append(f"max_num_batched_tokens {budget} < max_num_seqs {seqs}")
+    blocks, block_size = config.get("num_gpu_blocks"), config.get("block_size")
+    if blocks and block_size and mml and blocks < mml // block_size + 1:
+        problems.append(
+            f"{blocks} blocks of {block_size} tokens cannot hold one request of max_model_len "
+            f"{mml} (needs {mml // block_size + 1})"
+        )
+    estimated = config.get("estimated_max_model_len")
+    if estimated and mml and mml > estimated:
+        problems.append(f"max_model_len {mml} is above the KV cache's estimate {estimated}")
+    utilization = config.get("gpu_memory_utilization")
+    if utilization is not None and not 0 < utilization <= 1:
+        problems.append(f"gpu_memory_utilization {utilization} outside (0, 1]")
+    if seqs is not None and seqs < 1:
+        problems.append("max_num_seqs below 1")
+    return problems
+
+
+def server_config(facts: dict[str, Any]) -> dict[str, Any]:
+    """Every current engine value the walk knows (for the start-up check of a proposed change)."""
+    keys = ("max_model_len", "max_num_batched_tokens", "max_num_seqs", "chunked_prefill",
+            "num_gpu_blocks", "block_size", "gpu_memory_utilization")  # fmt: skip
+    known = {key: current(facts, key) for key in keys}
+    return {key: k.value for key, k in known.items() if k is not None}
+
+
+Proposal = dict[str, Any]
+Computer = Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], Proposal]
+
+
+def _flag(parameter: str) -> str:
+    return "--" + parameter.replace("_", "-")
+
+
+def _vllm(parameter: str, before: Known | None, after: Any, basis: str) -> Proposal:
+    return {
+        "layer": "vllm", "parameter": parameter,
+        "before": None if before is None else before.value,
+        "before_from": None if before is None else before.source,
+        "after": after, "apply": f"{_flag(parameter)} {after}", "basis": basis,
+    }  # fmt: skip
+
+
+def _unknown(template: dict[str, Any], missing: str, how: str) -> Proposal:
+    """A lever whose value cannot be computed: say what to read, never guess a number."""
+    return {
+        "layer": template["layer"], "parameter": template["parameter"], "before": None,
+        "after": None, "apply": how, "basis": f"not computed: {missing} is unknown",
+        "direction": template.get("direction"),
+    }  # fmt: skip
+
+
+def kv_room(facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]) -> Proposal:
+    """LAT010: give the KV cache room for the round that preempted, on the limit actually set."""
+    demand = round_demand(facts, "loaded")
+    block = current(facts, "block_size")
+    override = current(facts, "num_gpu_blocks_override")
+    blocks = current(facts, "num_gpu_blocks")
+    if override is not None and demand is not None and block is not None:
+        concurrency, per_request = demand
+        # Every request holds ceil(tokens / block) blocks at its longest.
+        needed = concurrency * math.ceil(per_request / int(block.value))
+        after = max(needed, int(override.value) + 1)
+        return _vllm("num_gpu_blocks_override", override, after, (
+            f"the cache is capped at {override.value} blocks of {block.value} tokens; "
+            f"{concurrency} streams of {per_request} tokens need {needed} blocks"
+        ))  # fmt: skip
+    device = current(facts, "kv_cache_device")
+    if device is not None and str(device.value).upper() == "CPU":
+        return {
+            "layer": "host", "parameter": "VLLM_CPU_KVCACHE_SPACE", "before": None, "after": None,
+            "apply": "VLLM_CPU_KVCACHE_SPACE=<more GiB than `Explicitly set ... GiB for KV cache` in the log>",
+            "basis": "the CPU backend sizes its KV cache from VLLM_CPU_KVCACHE_SPACE, not from "
+                     f"gpu_memory_utilization ({blocks.value if blocks else '?'} blocks now)",
+        }  # fmt: skip
+    utilization = current(facts, "gpu_memory_utilization")
+    if utilization is None and blocks is not None:
+        # The engine reported its cache configuration with the utilization unset: the default.
+        utilization = Known(UNSET_GPU_MEMORY_UTILIZATION, "vLLM's default (reported unset)")
+    if utilization is None:
+        return _unknown(
+            template, "gpu_memory_utilization",
+            "--gpu-memory-utilization <higher than now: read it in the log's non-default args>",
+        )  # fmt: skip
+    now = float(utilization.value)
+    raised = round(min(0.95, now + 0.05), 2)
+    return _vllm(
+        "gpu_memory_utilization", utilization, raised,
+        f"{now:g} of device memory for the engine now; {raised:g} leaves the KV cache more blocks",
+    )  # fmt: skip
+
+
+def fewer_seqs(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT015 / LAT041: fewer sequences, as many as the KV cache holds at the round's length."""
+    seqs = current(facts, "max_num_seqs")
+    tokens = current(facts, "kv_cache_tokens")
+    demand = round_demand(facts, "loaded")
+    if seqs is None:
+        running = _fact(facts, "loaded.server.running_max")
+        seqs = Known(int(running), "loaded.server.running_max") if running else None
+    if seqs is None:
+        return _unknown(template, "max_num_seqs", "--max-num-seqs <lower than now>")
+    now = int(seqs.value)
+    after, basis = max(1, now // 2), f"half of {now}"
+    if tokens is not None and demand is not None and int(tokens.value) // demand[1] >= 1:
+        fit = int(tokens.value) // demand[1]
+        after = max(1, min(now - 1, fit))
+        basis = f"{tokens.value} KV tokens hold {fit} requests of {demand[1]} tokens"
+
+    return _vllm("max_num_seqs", seqs, after, basis)
+
+
+def more_seqs(facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]) -> Proposal:
+    """LAT013: room for every request that arrived together, if the KV cache holds them."""
+    seqs = current(facts, "max_num_seqs")
+    running = _fact(facts, "loaded.server.running_max")
+    waiting = _fact(facts, "loaded.server.waiting_max")
+    if seqs is None and running:
+        seqs = Known(int(running), "loaded.server.running_max (the most that ran at once)")
+    if seqs is None:
+        return _unknown(template, "max_num_seqs", "--max-num-seqs <higher than now>")
+    arrived = int((running or 0) + (waiting or 0))
+    demand = round_demand(facts, "loaded")
+    wanted = max(arrived, demand[0] if demand else 0, int(seqs.value) * 2)
+    tokens = current(facts, "kv_cache_tokens")
+    if tokens is not None and demand is not None:
+        fit = int(tokens.value) // demand[1]
+        if fit <= int(seqs.value):
+            return {
+                "layer": "vllm", "parameter": "replicas", "before": None, "after": None,
+                "apply": "add a replica (the KV cache has no room for more sequences)",
+                "basis": f"{tokens.value} KV tokens hold only {fit} requests of {demand[1]} tokens",
+            }  # fmt: skip
+        wanted = min(wanted, fit)
+    return _vllm("max_num_seqs", seqs, wanted, (
+        f"{arrived} requests were in the server at once ({running} running, {waiting} waiting) "
+        f"with max_num_seqs {seqs.value}"
+    ))  # fmt: skip
+
+
+def _budget(facts: dict[str, Any]) -> Known | None:
+    found = current(facts, "max_num_batched_tokens")
+    if found is None:
+        default = _fact(facts, "host.batch_budget_default")
+        if default:
+            return Known(int(default), "host.batch_budget_default (vLLM's default for this GPU)")
+    return found
+
+
+def smaller_budget(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT011: half the prefill tokens per step, never below what vLLM needs to start."""
+    budget = _budget(facts)
+    if budget is None:
+        return _unknown(
+            template, "max_num_batched_tokens",
+            "--max-num-batched-tokens <half of today's value: read it in the log's non-default "
+            "args or `vllm:cache_config_info`>",
+        )  # fmt: skip
+    after = int(budget.value) // 2
+    config = server_config(facts)
+    floor = [config.get("max_num_seqs") or 1]
+    if config.get("chunked_prefill") is False and config.get("max_model_len"):
+        floor.append(int(config["max_model_len"]))
+    after = max(after, *floor)
+    return _vllm("max_num_batched_tokens", budget, after, (
+        f"half of today's {budget.value} prefill tokens per step"
+    ))  # fmt: skip
+
+
+def larger_budget(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT012: twice the prefill tokens per step, so long prompts need half the steps."""
+    budget = _budget(facts)
+    if budget is None:
+        return _unknown(
+            template, "max_num_batched_tokens",
+            "--max-num-batched-tokens <twice today's value: read it in the log's non-default args>",
+        )  # fmt: skip
+    after = int(budget.value) * 2
+    return _vllm("max_num_batched_tokens", budget, after, (
+        f"twice today's {budget.value}: a long prompt needs half as many steps to its first token"
+    ))  # fmt: skip
+
+
+def budget_to_model_len(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT014: with chunked prefill off, the budget must hold one whole max_model_len prompt."""
+    mml = current(facts, "max_model_len")
+    budget = current(facts, "max_num_batched_tokens")
+    if mml is None:
+        return _unknown(
+            template, "max_model_len", "--max-num-batched-tokens <at least max_model_len>"
+        )
+    return _vllm("max_num_batched_tokens", budget, int(mml.value), (
+        f"max_model_len is {mml.value} and chunked prefill is off: one prompt must fit one step"
+    ))  # fmt: skip
+
+
+def model_len_that_fits(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT040: the max_model_len vLLM itself estimated the KV cache can hold."""
+    estimated = current(facts, "estimated_max_model_len")
+    mml = current(facts, "max_model_len")
+    if estimated is not None:
+        return _vllm("max_model_len", mml, int(estimated.value), (
+            f"the log says the KV cache holds at most {estimated.value} tokens per request"
+        ))  # fmt: skip
+    tokens, block = current(facts, "kv_cache_tokens"), current(facts, "block_size")
+    if tokens is not None and block is not None:
+        after = int(tokens.value) - int(block.value)
+        return _vllm("max_model_len", mml, after, (
+            f"{tokens.value} KV tokens less one block of {block.value}"
+        ))  # fmt: skip
+    if mml is not None:
+        return _vllm("max_model_len", mml, int(mml.value) // 2, f"half of {mml.value}")
+    return _unknown(template, "max_model_len", "--max-model-len <below the log's estimate>")
+
+
+def read_timeout(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT003: above twice the longest silence seen, in whole tens of seconds."""
+    now = answers.get("proxy_read_timeout_s")
+    silences = [
+        _fact(facts, path)
+        for path in ("proxy.steady.ttft_p99", "loaded.steady.ttft_p99", "long.steady.ttft_p99",
+                     "long.steady.itl_p99", "proxy.steady.itl_p99")
+    ]  # fmt: skip
+    worst_s = max((float(s) / 1000 for s in silences if s is not None), default=None)
+    floor = float(now) if now else 0.0
+    if worst_s is None:
+        return _unknown(
+            template,
+            "the longest silence",
+            "proxy_read_timeout <above the longest queue + prefill>",
+        )
+    after = max(math.ceil(2 * worst_s / 10) * 10, int(floor) + 10)
+    return {
+        "layer": "nginx", "parameter": "proxy_read_timeout",
+        "before": f"{now:g}s" if now else None, "before_from": "answers.proxy_read_timeout_s",
+        "after": f"{after}s", "apply": f"proxy_read_timeout {after}s;",
+        "basis": f"the longest silence measured is {worst_s:.1f} s; twice that, rounded up",
+    }  # fmt: skip
+
+
+def buffering_off(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT001: the effective proxy_buffering of the location (the config, else nginx's default)."""
+    location = _fact(facts, "nginxconf.locations.0")
+    before, source = "on", "nginx's default"
+    if isinstance(location, dict) and location.get("proxy_buffering"):
+        before = location["proxy_buffering"]
+        source = f"{location.get('file')}:{location.get('line')} ({location.get('proxy_buffering_from')})"
+    return {
+        "layer": "nginx", "parameter": "proxy_buffering", "before": before, "before_from": source,
+        "after": "off", "apply": "proxy_buffering off;",
+        "basis": "events arrive through the proxy in bursts the direct path does not show",
+    }  # fmt: skip
+
+
+def gzip_without_event_stream(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT002: the location's own gzip_types, less text/event-stream (or gzip off for `*`)."""
+    location = _fact(facts, "nginxconf.locations.0")
+    types = location.get("gzip_types") if isinstance(location, dict) else None
+    if not types:
+        return {
+            "layer": "nginx", "parameter": "gzip_types", "before": None, "after": None,
+            "apply": "gzip_types <today's list without text/event-stream>; (or gzip off; in the "
+                     "streaming location)",
+            "basis": "the proxied stream is gzip-encoded; without the config its gzip_types are unknown",
+        }  # fmt: skip
+    if "*" in types:
+        return {
+            "layer": "nginx", "parameter": "gzip", "before": "on", "after": "off",
+            "apply": "gzip off;", "basis": "gzip_types * compresses the event stream too",
+        }  # fmt: skip
+    kept = [t for t in types if t != "text/event-stream"]
+    return {
+        "layer": "nginx", "parameter": "gzip_types", "before": " ".join(types),
+        "before_from": f"{location.get('file')}:{location.get('line')}", "after": " ".join(kept),
+        "apply": f"gzip_types {' '.join(kept)};" if kept else "gzip off;",
+        "basis": "today's gzip_types without text/event-stream",
+    }  # fmt: skip
+
+
+def lower_client_concurrency(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT050: half the measuring client's own concurrency (the wizard's, not the service's)."""
+    spec = _fact(facts, "direct.spec") or {}
+    now = int(spec.get("concurrency", 0)) or None
+    after = max(1, now // 2) if now else None
+    return {
+        "layer": "client", "parameter": "concurrency", "before": now, "before_from": "direct.spec",
+        "after": after, "apply": f"measure with {after} streams" if after else "fewer streams",
+        "basis": "the measuring client is behind; fewer streams let it keep up",
+    }  # fmt: skip
+
+
+COMPUTERS: dict[str, Computer] = {
+    "kv_room": kv_room, "fewer_seqs": fewer_seqs, "more_seqs": more_seqs,
+    "smaller_budget": smaller_budget, "larger_budget": larger_budget,
+    "budget_to_model_len": budget_to_model_len, "model_len_that_fits": model_len_that_fits,
+    "read_timeout": read_timeout, "buffering_off": buffering_off,
+    "gzip_without_event_stream": gzip_without_event_stream,
+    "lower_client_concurrency": lower_client_concurrency,
+}  # fmt: skip
+
+
+def propose(
+    template: dict[str, Any] | None, facts: dict[str, Any], answers: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The concrete change of a finding: the playbook's template, its computed values filled in.
+
+    A change that would do nothing, or that vLLM would refuse at start-up, is returned with
+    ``not_applicable`` (why) rather than silently adjusted, so the operator sees why it is not
+    offered as is.
+    """
+    if template is None:
+        return None
+    name = template.get("compute")
+    if name is None:
+        return dict(template)
+    computed = COMPUTERS[name](facts, answers, template)
+    change = {**{k: v for k, v in template.items() if k != "compute"}, **computed}
+    if change.get("after") is not None and change.get("before") == change["after"]:
+        change["not_applicable"] = f"{change['parameter']} is already {change['after']}"
+    elif change["layer"] == "vllm" and change.get("after") is not None:
+        problems = refusals({**server_config(facts), change["parameter"]: change["after"]})
+        if problems:
+            change["not_applicable"] = "vLLM would refuse to start: " + "; ".join(problems)
+    return change
+
+
+def unusable(change: dict[str, Any]) -> str | None:
+    """Why a computed change cannot be applied as proposed (no value, or vLLM would refuse it)."""
+    if change.get("not_applicable"):
+        return str(change["not_applicable"])
+    if "basis" in change and change.get("after") is None:
+        return str(change["basis"])
+    return None
