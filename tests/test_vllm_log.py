@@ -281,3 +281,231 @@ def test_non_default_args_inside_a_json_wrapper() -> None:
                               "{'model': 'm', 'max_num_seqs': 64, 'gpu_memory_utilization': 0.85}"})  # fmt: skip
     report = parse(line + "\n")
     assert (report["max_num_seqs"], report["gpu_memory_utilization"]) == (64, 0.85)
+
+
+# -- real vLLM 0.32 (CPU build) logs, captured from real servers (tests/fixtures/vllm-log/real-*) --
+
+REAL = Path(__file__).parent / "fixtures" / "vllm-log"
+REAL_NAMES = (
+    "healthy",
+    "h11",
+    "seqs1",
+    "override17",
+    "override16",
+    "chunked-off",
+    "notemplate-key",
+)
+
+
+def real(name: str) -> dict[str, Any]:
+    from wizard.probes.vllm_log import walk_facts
+
+    with (REAL / f"real-0.32-{name}.log").open(encoding="utf-8") as handle:
+        return walk_facts(read_lines(handle))
+
+
+def real_lines(name: str) -> list[str]:
+    return (REAL / f"real-0.32-{name}.log").read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+def test_real_032_stats_lines_say_cpu_kv_cache() -> None:
+    report = parse("".join(real_lines("healthy")))
+    assert report["stats_total"] == 7 and report["kv_cache_device"] == "CPU"
+    # The contract key keeps its name on every device; the prefix-cache hit rate is read too.
+    assert report["stats"][-1] == {"running": 0, "waiting": 0, "gpu_kv_cache_usage_pct": 0.0,
+                                   "prompt_throughput": 25.6, "generation_throughput": 108.2,
+                                   "preemptions": 0, "prefix_cache_hit_rate_pct": 51.5}  # fmt: skip
+    facts = real("healthy")
+    assert facts["stats_kv_usage_max_pct"] == 0.2 and facts["stats_waiting_max"] == 0
+    assert real("seqs1")["stats_waiting_max"] == 6 and real("seqs1")["max_num_seqs"] == 1
+
+
+@pytest.mark.parametrize("word", ["GPU", "CPU", "XPU", ""])
+def test_stats_line_with_any_kv_device_word(word: str) -> None:
+    usage = f"{word} KV cache usage" if word else "KV cache usage"
+    line = ("(APIServer pid=1) INFO 12-03 13:36:42 [loggers.py:335] Engine 000: Avg prompt throughput: 197.2 tokens/s, "
+            f"Avg generation throughput: 187.3 tokens/s, Running: 8 reqs, Waiting: 0 reqs, {usage}: 0.2%, "
+            "Prefix cache hit rate: 0.0%\n")  # fmt: skip
+    report = parse(line)
+    assert report["stats_total"] == 1 and report["stats"][0]["gpu_kv_cache_usage_pct"] == 0.2
+    assert report["kv_cache_device"] == (word or None)
+
+
+def test_real_032_startup_is_first_line_to_ready_line() -> None:
+    lines = real_lines("healthy")
+    ready = next(i for i, line in enumerate(lines, 1) if "Starting vLLM server on" in line)
+    facts = real("healthy")
+    # 13:35:08 (the banner, the first timestamped line) to 13:36:02 (Starting vLLM server on).
+    assert (facts["first_timestamp"], facts["ready_timestamp"]) == (
+        "12-03 13:35:08",
+        "12-03 13:36:02",
+    )
+    assert facts["startup_s"] == 54.0 and facts["startup_from"] == "timestamps"
+    assert facts["server_ready"] is True and facts["ready_at_line"] == ready
+    # The separate timings stay: init engine is only a part of the start, and CPU's model init.
+    assert facts["init_engine_s"] == 2.78 and facts["model_init_s"] == 0.268982
+    assert facts["startup_timings_s"] == round(2.78 + 0.268982, 2)
+
+
+def test_real_032_failed_starts_have_no_ready_line() -> None:
+    for name in ("override16", "chunked-off"):
+        facts = real(name)
+        assert facts["server_ready"] is False and facts["ready_at_line"] is None
+        assert facts["startup_failed"] is True
+
+
+def shifted(lines: list[str], first: str, ready: str) -> list[str]:
+    """The real healthy start with its first and ready stamps moved (to cross midnight or a year)."""
+    out, seen_first = [], False
+    for line in lines:
+        if not seen_first and "INFO 12-03 13:35:08" in line:
+            line, seen_first = line.replace("12-03 13:35:08", first), True
+        elif "Starting vLLM server on" in line:
+            line = line.replace("12-03 13:36:02", ready)
+        out.append(line)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("first", "ready", "expected"),
+    [
+        ("12-03 23:59:30", "12-04 00:00:24", 54.0),  # midnight
+        ("12-31 23:59:30", "01-01 00:00:24", 54.0),  # New Year
+        ("02-28 23:59:30", "02-29 00:00:24", 54.0),  # a leap day
+    ],
+)
+def test_startup_across_midnight_and_new_year(first: str, ready: str, expected: float) -> None:
+    lines = shifted(real_lines("healthy")[:60], first, ready)
+    report = read_lines(lines)
+    assert report["first_timestamp"] == first and report["ready_timestamp"] == ready
+    assert report["startup_s"] == expected
+
+
+def test_seconds_between_refuses_a_clock_that_went_backwards() -> None:
+    from wizard.probes.vllm_log import seconds_between
+
+    assert seconds_between("12-03 13:35:08", "12-03 13:36:02") == 54.0
+    assert seconds_between("12-03 13:36:02", "12-03 13:35:08") is None  # would be a year
+    assert seconds_between("12-03 13:35:08", "13-40 13:36:02") is None  # not a date
+
+
+def test_ready_lines_of_older_eras_and_no_timestamps() -> None:
+    older = read_lines([
+        "INFO 07-08 07:17:02 llm_engine.py:169] Initializing an LLM engine (v0.5.1) with config: model='m', max_seq_len=8192\n",
+        "INFO 07-08 07:18:30 launcher.py:29] Route: /v1/completions, Methods: POST\n",
+        "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)\n",
+    ])  # fmt: skip
+    # uvicorn's line has no stamp: the last stamp before it ends the start.
+    assert older["server_ready"] is True and older["ready_at_line"] == 3
+    assert older["startup_s"] == 88.0 and older["startup_from"] == "timestamps"
+    bare = read_lines([
+        "Model loading took 7.6 GiB and 12.5 seconds\n",
+        "init engine (profile, create kv cache, warmup model) took 30.00 s\n",
+        "Application startup complete.\n",
+    ])  # fmt: skip
+    assert bare["server_ready"] is True and bare["startup_s"] == 42.5
+    assert bare["startup_from"] == "timings"
+
+
+def test_cpu_warm_up_is_timed_from_its_two_lines() -> None:
+    # vLLM 0.32's cpu_model_runner.py wording; the captured servers ran --enforce-eager (no warm-up).
+    report = read_lines([
+        "(Worker pid=3) INFO 12-03 13:35:56 [cpu_model_runner.py:87] Warming up model for the compilation...\n",
+        "(Worker pid=3) INFO 12-03 13:36:31 [cpu_model_runner.py:91] Warming up done.\n",
+    ])  # fmt: skip
+    assert report["warmup_s"] == 35.0 and report["startup_timings_s"] == 35.0
+
+
+def test_real_032_kv_cache_too_small_to_start() -> None:
+    facts = real("override16")
+    assert "max_seq_len_exceeds_kv_cache" in facts["error_kinds"]
+    assert facts["estimated_max_model_len"] == 1920 and facts["max_model_len"] == 2048
+    assert (facts["num_gpu_blocks_override"], facts["num_gpu_blocks"]) == (16, 16)
+    # Its own line, the (EngineCore pid=N) ERROR copy of vLLM's message, is cited.
+    line = real_lines("override16")[facts["error_lines"]["max_seq_len_exceeds_kv_cache"] - 1]
+    assert line.startswith("(EngineCore pid=") and "estimated maximum model length is 1920" in line
+
+
+def test_real_032_chunked_prefill_refused_at_start() -> None:
+    facts = real("chunked-off")
+    assert facts["error_kinds"] == ["batched_tokens_below_max_model_len"]
+    assert (facts["max_num_batched_tokens"], facts["max_model_len"]) == (512, 2048)
+    assert facts["chunked_prefill"] is False and facts["startup_failed"] is True
+    # The numbers come from the pydantic message too, without the args line.
+    message = [
+        line for line in real_lines("chunked-off") if "is smaller than max_model_len" in line
+    ]
+    alone = walk_facts_of(message)
+    assert (alone["max_num_batched_tokens"], alone["max_model_len"]) == (512, 2048)
+
+
+def walk_facts_of(lines: list[str]) -> dict[str, Any]:
+    from wizard.probes.vllm_log import walk_facts
+
+    return walk_facts(read_lines(lines))
+
+
+def test_real_032_blocks_override() -> None:
+    facts = real("override17")
+    assert (facts["num_gpu_blocks_override"], facts["num_gpu_blocks"]) == (17, 17)
+    assert facts["kv_cache_tokens"] == 2176 and facts["kv_cache_device"] == "CPU"
+    assert facts["stats_kv_usage_max_pct"] == 12.5 and facts["error_kinds"] == []
+    assert facts["block_size"] is None  # 0.32 logs no block size unless --block-size is given
+
+
+def test_non_default_args_give_every_key() -> None:
+    line = ("(APIServer pid=1) INFO 12-03 13:38:55 [api_utils.py:286] non-default args: {'model': 'm', "
+            "'max_num_seqs': 4, 'max_num_batched_tokens': 512, 'enable_chunked_prefill': False, "
+            "'num_gpu_blocks_override': 17, 'block_size': 128, 'max_model_len': 2048}\n")  # fmt: skip
+    report = parse(line)
+    assert (
+        report["max_num_seqs"],
+        report["max_num_batched_tokens"],
+        report["chunked_prefill"],
+    ) == (4, 512, False)
+    assert (report["num_gpu_blocks_override"], report["block_size"], report["max_model_len"]) == (
+        17,
+        128,
+        2048,
+    )
+
+
+def test_a_failed_start_and_its_restart_in_one_file_are_two_runs() -> None:
+    from wizard.probes.vllm_log import walk_facts
+
+    facts = walk_facts(read_lines(real_lines("chunked-off") + real_lines("healthy")))
+    assert facts["runs_count"] == 2 and facts["error_kinds"] == []
+    assert facts["startup_failed"] is False and facts["startup_s"] == 54.0
+
+
+WALK_NAMES = ("estimated_max_model_len", "num_gpu_blocks_override", "block_size", "kv_cache_device",
+              "startup_s", "max_num_seqs", "max_num_batched_tokens", "chunked_prefill", "max_model_len")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", REAL_NAMES)
+def test_real_032_logs_give_the_walk_its_names(name: str) -> None:
+    facts = real(name)
+    assert set(WALK_NAMES) <= set(facts), set(WALK_NAMES) - set(facts)
+    assert facts["engine"] == ("v1" if name != "chunked-off" else None)
+    assert facts["max_model_len"] == 2048 and "runs" not in facts and "stats" not in facts
+
+
+def test_real_fixtures_carry_no_secret() -> None:
+    for path in REAL.glob("real-*.log"):
+        assert "sekrit" not in path.read_text(encoding="utf-8"), path.name
+    assert "'api_key': '***'" in (REAL / "real-0.32-notemplate-key.log").read_text(encoding="utf-8")
+
+
+def test_real_032_human_view() -> None:
+    result = subprocess.run(wizard_command("probe", "vllm-log", str(REAL / "real-0.32-healthy.log")),
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "start-up: 54.0 s (first line 12-03 13:35:08 to ready at line 58" in result.stdout
+    assert (
+        "stats lines: 7 (CPU KV cache usage max 0.2%, prefix cache hit rate last 51.5%)"
+        in result.stdout
+    )
+    failed = subprocess.run(wizard_command("probe", "vllm-log", str(REAL / "real-0.32-override16.log")),
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert "start-up: no ready line in this run" in failed.stdout
+    assert "estimated_max_model_len: 1920" in failed.stdout

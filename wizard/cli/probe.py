@@ -520,5 +520,30 @@ def run_vllm_log(args: argparse.Namespace) -> int:
         for key, value in report.items():
             if key not in ("runs", "stats"):
                 print(f"{key}: {value}")
-        print(f"stats lines: {report['stats_total']}, runs: {len(report['runs'])}")
+        print(_vllm_log_summary(report))
     return 0
+
+
+def _vllm_log_summary(report: dict[str, Any]) -> str:
+    """Start-up and stats in two lines: where start-up came from, the KV device's usage peak."""
+    timings = report.get("startup_timings_s")
+    logged = f"logged timings {timings} s" if timings is not None else "no timings logged"
+    if report.get("startup_from") == "timestamps":
+        startup = (f"start-up: {report['startup_s']} s (first line {report['first_timestamp']} to ready "
+                   f"at line {report['ready_at_line']}; {logged})")  # fmt: skip
+    elif report.get("server_ready"):
+        startup = f"start-up: {report['startup_s']} s from the logged timings (ready at line {report['ready_at_line']})"
+    else:
+        startup = f"start-up: no ready line in this run ({logged})"
+    stats = report.get("stats") or []
+    details = []
+    if stats:
+        device = f"{report['kv_cache_device']} " if report.get("kv_cache_device") else ""
+        details.append(
+            f"{device}KV cache usage max {max(s['gpu_kv_cache_usage_pct'] for s in stats)}%"
+        )
+        rates = [s["prefix_cache_hit_rate_pct"] for s in stats if "prefix_cache_hit_rate_pct" in s]
+        if rates:
+            details.append(f"prefix cache hit rate last {rates[-1]}%")
+    shown = f" ({', '.join(details)})" if details else ""
+    return f"{startup}\nstats lines: {report['stats_total']}{shown}, runs: {len(report['runs'])}"

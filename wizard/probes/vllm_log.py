@@ -5,11 +5,17 @@ Matching ignores the line prefix, so bare messages, ``INFO mm-dd hh:mm:ss file.p
 prefixes and custom formats all read the same. Lines glued together are split where a second log
 prefix starts; markdown fences and anything unrecognised are skipped. Several runs in one file are
 told apart by their start-up lines; the last run is reported, every run is listed under ``runs``.
+
+Start-up is timed from the run's first timestamped line to its ready line (``Starting vLLM server
+on``, older ``Starting vLLM API server 0 on`` / ``Uvicorn running on`` / ``Application startup
+complete``); the timestamps carry no year, so a start across midnight or New Year is read as such.
+Without timestamps, or without a ready line, the logged timings are summed instead.
 """
 
 from __future__ import annotations
 
 import ast
+import datetime
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -23,8 +29,18 @@ NUM = r"([\d,]+(?:\.\d+)?)"
 STATS = re.compile(
     r"Avg prompt throughput: (?P<prompt>[\d.]+) tokens/s, Avg generation throughput: (?P<gen>[\d.]+) tokens/s, "
     r"Running: (?P<running>\d+) reqs,(?: Swapped: \d+ reqs,)? (?:Waiting|Pending): (?P<waiting>\d+) reqs"
-    r"(?:.*?Preemptions: (?P<preemptions>\d+))?.*?GPU KV cache usage: (?P<kv>[\d.]+)%"
+    # "GPU KV cache usage" (CPU, XPU, ... or no device word): the device is the last word of
+    # ``before``, read in Python (a regex group for it made the hot path slower).
+    r"(?:.*?Preemptions: (?P<preemptions>\d+))?(?P<before>.*?)KV cache usage: (?P<kv>[\d.]+)%"
+    r"(?:, Prefix cache hit rate: (?P<prefix>[\d.]+)%)?"
 )
+# vLLM's own line format: "INFO mm-dd hh:mm:ss" (no year); looked for near the start of a line.
+TIMESTAMP = re.compile(r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)\b")
+TIMESTAMP_WITHIN = 200
+READY = re.compile(
+    r"Starting vLLM (?:API )?server(?: \d+)? on |Uvicorn running on |Application startup complete"
+)
+WARMUP_BEGIN, WARMUP_END = "Warming up model for the compilation", "Warming up done."
 ERRORS = (
     ("oom", re.compile(r"CUDA out of memory|OutOfMemoryError")),
     ("max_seq_len_exceeds_kv_cache", re.compile(
@@ -43,6 +59,7 @@ TIMINGS = (
     ("model_load_s", re.compile(r"Model loading took [\d.]+ ?Gi?B(?: memory)? and ([\d.]+) s")),
     ("torch_compile_s", re.compile(r"torch\.compile (?:took|takes) ([\d.]+) s in total")),
     ("graph_capture_s", re.compile(r"Graph capturing finished in ([\d.]+) secs?")),
+    ("model_init_s", re.compile(r"Initializing model took ([\d.]+) s(?:ec|econds)?\b")),  # CPU
     (
         "init_engine_s",
         re.compile(r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s"),
@@ -61,13 +78,40 @@ ENGINE_INIT = re.compile(
     r"Initializing an? (?P<v1>V1 )?LLM engine(?: \(v[^)]*\))? with config: (?P<config>.*)"
 )
 CONFIG_KEYS = {"tensor_parallel_size": int, "pipeline_parallel_size": int, "max_seq_len": int,
-               "enforce_eager": bool, "enable_chunked_prefill": bool}  # fmt: skip
+               "enforce_eager": bool, "enable_chunked_prefill": bool, "block_size": int}  # fmt: skip
 ARG_KEYS = ("model", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "gpu_memory_utilization",
-            "tensor_parallel_size", "pipeline_parallel_size", "enforce_eager", "enable_chunked_prefill")  # fmt: skip
+            "tensor_parallel_size", "pipeline_parallel_size", "enforce_eager", "enable_chunked_prefill",
+            "num_gpu_blocks_override", "block_size")  # fmt: skip
+# "GPU KV cache size" (0.32 on CPU: "CPU ..."; "GPU + host ..." with a host tier).
+KV_SIZE = re.compile(rf"(?:\b(?P<device>[A-Z][A-Z0-9]*)(?: \+ host)? )?KV cache size: {NUM} tokens")
+BLOCKS_OVERRIDE = re.compile(r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(\d+)")
 
 
 def _number(text: str) -> float:
     return float(text.replace(",", ""))
+
+
+def _stamp(line: str) -> str | None:
+    """The line's ``mm-dd hh:mm:ss``, when it has vLLM's prefix."""
+    match = TIMESTAMP.search(line, 0, TIMESTAMP_WITHIN)
+    return match.group(1) if match is not None else None
+
+
+def seconds_between(began: str, ended: str) -> float | None:
+    """Seconds from one ``mm-dd hh:mm:ss`` to a later one; None when the order is implausible.
+
+    The stamps have no year: an end before the start means the year turned (12-31 -> 01-01). A
+    clock that went backwards, or a span of more than a month, is not a start-up: None.
+    """
+    try:
+        start = datetime.datetime.strptime(f"2000-{began}", "%Y-%m-%d %H:%M:%S")  # a leap year
+        end = datetime.datetime.strptime(f"2000-{ended}", "%Y-%m-%d %H:%M:%S")
+        if end < start:
+            end = end.replace(year=2001)
+    except ValueError:
+        return None
+    seconds = (end - start).total_seconds()
+    return seconds if seconds <= 31 * 86400 else None
 
 
 @dataclass
@@ -80,6 +124,10 @@ class Run:
     max_concurrency: float | None = None
     max_concurrency_tokens_per_request: int | None = None
     num_gpu_blocks: int | None = None
+    num_gpu_blocks_override: int | None = None
+    block_size: int | None = None
+    kv_cache_device: str | None = None
+    estimated_max_model_len: int | None = None
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int | None = None
     max_model_len: int | None = None
@@ -99,19 +147,49 @@ class Run:
     torch_compile_s: float | None = None
     graph_capture_s: float | None = None
     init_engine_s: float | None = None
+    model_init_s: float | None = None
+    warmup_s: float | None = None
     device_memory_gib: float | None = None
     started_at_line: int = 1
+    # Generic lines (uvicorn's, timestamps) alone do not make a run: not compared by ``empty``.
+    server_ready: bool = field(default=False, compare=False)
+    ready_at_line: int | None = field(default=None, compare=False)
+    first_timestamp: str | None = field(default=None, compare=False)
+    ready_timestamp: str | None = field(default=None, compare=False)
+    startup_span_s: float | None = field(default=None, compare=False)
 
     @property
-    def startup_s(self) -> float | None:
+    def startup_timings_s(self) -> float | None:
         """Loading plus engine initialisation (profile, KV cache, compile, graphs), when logged."""
-        loading = self.model_load_s or self.weights_load_s
+        loading = self.model_load_s or self.weights_load_s or self.model_init_s
         init = self.init_engine_s or (
-            ((self.torch_compile_s or 0.0) + (self.graph_capture_s or 0.0)) or None
+            ((self.torch_compile_s or 0.0) + (self.graph_capture_s or 0.0) + (self.warmup_s or 0.0))
+            or None
         )
         if loading is None and init is None:
             return None
         return round((loading or 0.0) + (init or 0.0), 2)
+
+    @property
+    def startup_s(self) -> float | None:
+        """First timestamped line to the ready line, else the sum of the logged timings.
+
+        Both undercount the true start (imports come before the first line), so the longer wins
+        when both are known: a log whose ready line comes before its loading lines still counts.
+        """
+        timings = self.startup_timings_s
+        if self.startup_span_s is None:
+            return timings
+        return round(max(self.startup_span_s, timings or 0.0), 2)
+
+    @property
+    def startup_from(self) -> str | None:
+        """Where ``startup_s`` came from: ``timestamps`` or ``timings``."""
+        if self.startup_span_s is not None and self.startup_span_s >= (
+            self.startup_timings_s or 0.0
+        ):
+            return "timestamps"
+        return "timings" if self.startup_timings_s is not None else None
 
     @property
     def empty(self) -> bool:
@@ -161,6 +239,7 @@ def _apply_config(run: Run, config: str) -> None:
             setattr(run, name, value)
 
 
+ESTIMATED_LEN = re.compile(r"estimated maximum model length is (\d+)")
 BUDGET_ERROR = re.compile(
     r"max_num_batched_tokens \((\d+)\) is smaller than max_model_len \((\d+)\)"
 )
@@ -174,6 +253,8 @@ def _numbers_from_error(run: Run, line: str) -> None:
         run.max_model_len = run.max_model_len or int(match.group(2))
     elif (match := SEQ_LEN_ERROR.search(line)) is not None:
         run.max_model_len = run.max_model_len or int(match.group(1))
+        if (estimated := ESTIMATED_LEN.search(line)) is not None:
+            run.estimated_max_model_len = int(estimated.group(1))
 
 
 # Every pattern above needs one of these substrings; other lines (request logs, access logs,
@@ -184,7 +265,8 @@ NEEDLES = (
     "is preempted by", "took", "takes", "finished in", "Free memory on device", "total capacity of",
     "out of memory", "OutOfMemoryError", "KV cache", "max seq len", "chat template",
     "is smaller than max_model_len", "must be divisible by", "Engine core initialization failed",
-    "EngineCore failed to start", "cache blocks", "EngineCore encountered",
+    "EngineCore failed to start", "cache blocks", "EngineCore encountered", "num_gpu_blocks_override",
+    "Warming up", "Starting vLLM", "Uvicorn running on", "Application startup complete",
 )  # fmt: skip
 INTERESTING = re.compile("|".join(re.escape(needle) for needle in NEEDLES))
 STATS_NEEDLE = "Avg prompt throughput: "
@@ -196,6 +278,8 @@ class LogReader:
     def __init__(self) -> None:
         self.runs: list[Run] = [Run()]
         self.line_number = 0
+        self._last_stamp: str | None = None  # the current run's latest, while it starts
+        self._warmup_began: str | None = None
 
     @property
     def run(self) -> Run:
@@ -207,27 +291,37 @@ class LogReader:
         for line in GLUE.split(raw_line.rstrip("\n")):
             self._line(line)
 
-    def _new_run_if_started(self) -> None:
+    def _new_run_if_started(self, line: str) -> None:
         if not self.run.empty:
-            self.runs.append(Run(started_at_line=self.line_number))
+            stamp = _stamp(line)
+            self.runs.append(Run(started_at_line=self.line_number, first_timestamp=stamp))
+            self._last_stamp, self._warmup_began = stamp, None
 
     def _line(self, line: str) -> None:
         if STATS_NEEDLE in line:  # the bulk of a long log: nothing else can be on this line
             if (match := STATS.search(line)) is not None:
                 self._stats(self.run, match, line)
             return
+        run = self.run
+        # Timestamps only while the run starts (no ready line, no stats yet): the rest of a long
+        # log pays nothing for them.
+        if not run.server_ready and not run.stats_total and (stamp := _stamp(line)) is not None:
+            run.first_timestamp = run.first_timestamp or stamp
+            self._last_stamp = stamp
         if INTERESTING.search(line) is None:
             return
+        # A start line after an engine, a KV cache or an error is the next start (a failed start
+        # and its restart appended to the same file are two runs).
         if RUN_START.search(line) and (
-            self.run.engine is not None or self.run.kv_cache_tokens is not None
+            run.engine is not None or run.kv_cache_tokens is not None or run.errors
         ):
-            self._new_run_if_started()
+            self._new_run_if_started(line)
         run = self.run
         if (found := line.find("non-default args: ")) >= 0:
             _apply_args(run, line[found + len("non-default args: ") :])
         if (init := ENGINE_INIT.search(line)) is not None:
             if run.engine is not None:
-                self._new_run_if_started()
+                self._new_run_if_started(line)
                 run = self.run
             run.engine = "v1" if init.group("v1") else "v0"
             _apply_config(run, init.group("config"))
@@ -241,8 +335,12 @@ class LogReader:
             )
         ) is not None:
             run.chunked_prefill, run.max_num_batched_tokens = True, int(match.group(1))
-        if (match := re.search(rf"KV cache size: {NUM} tokens", line)) is not None:
-            run.kv_cache_tokens = int(_number(match.group(1)))
+        if (match := KV_SIZE.search(line)) is not None:
+            run.kv_cache_tokens = int(_number(match.group(2)))
+            run.kv_cache_device = match.group("device") or run.kv_cache_device
+        if (match := BLOCKS_OVERRIDE.search(line)) is not None:
+            # The override replaces the profiled count: it is the number of blocks the engine gets.
+            run.num_gpu_blocks_override = run.num_gpu_blocks = int(match.group(1))
         if (
             match := re.search(rf"Maximum concurrency for {NUM} tokens per request: {NUM}x", line)
         ) is not None:
@@ -258,6 +356,13 @@ class LogReader:
         ) is not None:
             run.preemptions_seen, run.preemption_mode = True, match.group("mode")
         self._timings(run, line)
+        if "Warming up" in line:
+            self._warmup(run, line)
+        if not run.server_ready and READY.search(line) is not None:
+            run.server_ready, run.ready_at_line = True, self.line_number
+            run.ready_timestamp = _stamp(line) or self._last_stamp  # uvicorn's lines have none
+            if run.first_timestamp is not None and run.ready_timestamp is not None:
+                run.startup_span_s = seconds_between(run.first_timestamp, run.ready_timestamp)
         for kind, pattern in ERRORS:
             if pattern.search(line):
                 run.errors.append({"kind": kind, "line": self.line_number})
@@ -275,6 +380,15 @@ class LogReader:
         if (match := DEVICE_MEMORY.search(line)) is not None:
             run.device_memory_gib = float(match.group("free_total") or match.group("capacity"))
 
+    def _warmup(self, run: Run, line: str) -> None:
+        # CPU: "Warming up model for the compilation..." ... "Warming up done." (no duration logged).
+        if WARMUP_BEGIN in line:
+            self._warmup_began = _stamp(line)
+        elif WARMUP_END in line and self._warmup_began is not None:
+            if (ended := _stamp(line)) is not None:
+                run.warmup_s = seconds_between(self._warmup_began, ended)
+            self._warmup_began = None
+
     def _stats(self, run: Run, match: re.Match[str], line: str) -> None:
         preemptions = int(match.group("preemptions") or 0)
         if preemptions:
@@ -285,12 +399,19 @@ class LogReader:
         elif "Pending:" in line:
             run.engine = run.engine or "v0"
         run.stats_total += 1
-        run.stats.append({
+        if run.kv_cache_device is None:
+            word = match.group("before").rstrip().rpartition(" ")[2]
+            run.kv_cache_device = word if word.isalnum() and word.isupper() else None
+        # The key keeps its old name whatever the device (a contract other tools read).
+        stats = {
             "running": int(match.group("running")), "waiting": int(match.group("waiting")),
             "gpu_kv_cache_usage_pct": float(match.group("kv")),
             "prompt_throughput": float(match.group("prompt")), "generation_throughput": float(match.group("gen")),
             "preemptions": preemptions,
-        })  # fmt: skip
+        }  # fmt: skip
+        if (prefix := match.group("prefix")) is not None:  # V1 only; absent from V0's lines
+            stats["prefix_cache_hit_rate_pct"] = float(prefix)
+        run.stats.append(stats)
         if len(run.stats) > MAX_STATS_PER_RUN:
             del run.stats[0]
 
@@ -306,7 +427,8 @@ class LogReader:
 
 
 def _as_dict(run: Run) -> dict[str, Any]:
-    return {**asdict(run), "startup_s": run.startup_s}
+    return {**asdict(run), "startup_s": run.startup_s, "startup_from": run.startup_from,
+            "startup_timings_s": run.startup_timings_s}  # fmt: skip
 
 
 def read_lines(lines: Iterable[str]) -> dict[str, Any]:
