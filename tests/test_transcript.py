@@ -120,3 +120,35 @@ def test_resume_continues_the_chain(tmp_path: Path) -> None:
     writer.close()
     loaded = transcript.load(path)
     assert [e["seq"] for e in loaded.events] == [1, 2, 3] and loaded.complete
+
+
+def test_playbook_text_and_punctuation_after_a_token_survive(tmp_path: Path) -> None:
+    from wizard import playbook
+
+    explain = playbook.load().nodes["entry.api"].explain["en"]
+    assert "`Authorization: Bearer <key>` on /v1 paths" in explain
+    path = tmp_path / "t.ndjson"
+    writer = TranscriptWriter.create(path, {"target": "http://x"}, Redactor(["wrong"]))
+    writer.append(
+        "node_enter", "entry.api", {"explain": explain, "facts": {"wrong_base_path": False}}
+    )
+    writer.append("note", None, {"text": "sent `Authorization: Bearer sk-abc123` (Bearer zz-9876543.) then "
+                                         "`VLLM_API_KEY=sk-1`; Bearer authentication; export VLLM_API_KEY=..."})  # fmt: skip
+    writer.append("note", None, {"headers": {"Authorization": "Bearer wrong"}, "repr": "{'Authorization': 'Bearer wrong'}",
+                                 "text": "key wrong\nwrong"})  # fmt: skip
+    writer.close()
+    placeholder, sent, dump = (e["data"] for e in transcript.load(path).events)
+    assert placeholder == {"explain": explain, "facts": {"wrong_base_path": False}}
+    assert sent["text"] == ("sent `Authorization: Bearer ***` (Bearer ***.) then `VLLM_API_KEY=***`; "
+                            "Bearer authentication; export VLLM_API_KEY=...")  # fmt: skip
+    assert dump == {"headers": {"Authorization": "Bearer ***"}, "repr": "{'Authorization': 'Bearer ***'}",
+                    "text": "key ***\n***"}  # fmt: skip
+
+
+def test_a_key_with_a_quote_is_masked_in_the_json_text(tmp_path: Path) -> None:
+    path = tmp_path / "t.ndjson"
+    key = 'k"ey\\1'
+    writer = TranscriptWriter.create(path, {"target": "http://x"}, Redactor([key]))
+    writer.append("note", None, {"text": f"the key is {key}."})
+    writer.close()
+    assert transcript.load(path).events[0]["data"]["text"] == "the key is ***."

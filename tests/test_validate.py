@@ -2,26 +2,37 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
+import re
 import statistics
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from rich.text import Text
 
 from tests.conftest import SimProcess, wizard_command
-from wizard.probes.stream import RequestSpec
+from wizard import playbook
+from wizard.probes import validate
+from wizard.probes.runner import ProbeContext
+from wizard.probes.stream import RequestSpec, StreamSample
 from wizard.probes.validate import (
     ValidationResult,
     ValidationSpec,
     find_peak_qps,
     read_detail,
     run_validation,
+    verdict,
 )
+from wizard.render_events import render_event
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 REQUEST = RequestSpec(model=MODEL, input_tokens=8, max_tokens=4)
+PLAYBOOK = Path(__file__).resolve().parent.parent / "playbook" / "vllm-latency.yaml"
 
 
 def test_single_stream_is_valid_with_early_stopping(
@@ -66,6 +77,10 @@ def test_offline_is_throughput_only(healthy_sim: SimProcess, tmp_path: Path) -> 
     assert report["latency_evidence"] is False
     assert "not evidence of online latency" in report["note"]
     assert report["loadgen"]["latency_p99_ms"] is None
+    # No latency of an Offline run is quoted anywhere, LoadGen's or the client's.
+    assert all(report["loadgen"][k] is None for k in report["loadgen"] if k.endswith("_ms"))
+    assert report["client"]["ttft_ms"] is None and report["client"]["tpot_ms"] is None
+    assert report["failed"] == 0 and report["succeeded"] == report["queries"] > 0
     assert report["loadgen"]["completed_samples_per_s"] > 0
 
 
@@ -87,7 +102,8 @@ def test_find_peak_bisects_within_the_run_budget() -> None:
     def run(qps: float) -> ValidationResult:
         tried.append(qps)
         spec = ValidationSpec(scenario="Server", target_qps=qps)
-        return ValidationResult(spec, {"result_validity": "VALID" if qps <= 7 else "INVALID"})
+        detail = {"result_validity": "VALID" if qps <= 7 else "INVALID"}
+        return ValidationResult(spec, detail, [StreamSample(send_ns=0)])  # one successful query
 
     peak, results = find_peak_qps(run, 1, 16, max_runs=6)
     assert tried[0] == 16 and len(results) == len(tried) <= 6
@@ -124,3 +140,139 @@ def test_validate_cli_with_preset(healthy_sim: SimProcess, tmp_path: Path) -> No
     run = report["runs"][0]
     assert run["spec"]["ttft_ms"] == 500 and run["spec"]["tpot_ms"] == 30
     assert result.returncode == (0 if run["result"] == "VALID" else 1)
+
+
+# --- failed queries: LoadGen judges timing only, so the verdict also counts what failed ----------
+
+
+def validate_cli(target: str, outdir: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        wizard_command("probe", "validate", "--target", target, "--scenario", "SingleStream",
+                       "--max-tokens", "4", "--input-tokens", "8", "--min-queries", "64",
+                       "--outdir", str(outdir), *args),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def test_every_query_404_is_error_not_valid(healthy_sim: SimProcess, tmp_path: Path) -> None:
+    process = validate_cli(healthy_sim.url, tmp_path / "json", "--model", "no-such-model",
+                           "--min-duration", "1", "--json")  # fmt: skip
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 3, err  # ERROR: nothing could be measured
+    run = json.loads(out)["runs"][0]
+    assert run["result"] == "ERROR" and run["scenario"] == "SingleStream"
+    assert run["queries"] >= 64 and run["succeeded"] == 0 and run["failed"] == run["queries"]
+    assert run["errors"] == {"http_404": run["queries"]}
+    assert run["first_error"]["status"] == 404 and run["first_error"]["kind"] == "http_404"
+    assert "`no-such-model` does not exist" in run["first_error"]["message"]
+    assert run["reasons"][0].startswith(f"{run['queries']} of {run['queries']} queries failed")
+    assert "HTTP 404: The model `no-such-model` does not exist." in run["reasons"][0]
+    assert run["latency_evidence"] is False and run["loadgen"]["latency_p90_ms"] is None
+    # The human output says the same, never VALID.
+    process = validate_cli(healthy_sim.url, tmp_path / "human", "--model", "no-such-model",
+                           "--min-duration", "1")  # fmt: skip
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 3, err
+    out = " ".join(out.split())  # rich wraps at the terminal width
+    assert "SingleStream: ERROR (0 of" in out and "VALID" not in out
+    assert "queries failed (http_404:" in out and "not latency evidence" in out
+    assert re.search(r"latency_p90_ms\s*│\s*-\s*│", out)  # the 404s' times are not shown
+
+
+def test_a_server_that_goes_away_mid_run_is_invalid(sim_factory: Any, tmp_path: Path) -> None:
+    # Some queries succeed and the rest fail, honestly: the server process stops part-way through
+    # the run (the run is long enough to go on after it).
+    sim = sim_factory()
+    process = validate_cli(sim.url, tmp_path, "--min-duration", "4", "--json")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        served = re.search(r'vllm:request_success_total\{[^}]*finished_reason="length"[^}]*\} (\S+)',
+                           sim.metrics())  # fmt: skip
+        if served and float(served.group(1)) >= 5:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the simulator served no requests")
+    sim.process.terminate()
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 1, err  # INVALID: a cause remains
+    run = json.loads(out)["runs"][0]
+    assert run["result"] == "INVALID", run
+    assert run["succeeded"] >= 5 and 0 < run["failed"] < run["queries"]
+    assert run["succeeded"] + run["failed"] == run["queries"]
+    assert set(run["errors"]) <= {"connection_refused", "connection_reset", "truncated"}
+    assert sum(run["errors"].values()) == run["failed"]
+    assert run["first_error"]["kind"] in run["errors"] and run["first_error"]["status"] is None
+    assert run["reasons"][0].startswith(f"{run['failed']} of {run['queries']} queries failed")
+    assert "first error: " + run["first_error"]["kind"] in run["reasons"][0]
+    assert run["latency_evidence"] is False and "failed queries" in run["note"]
+
+
+def test_walk_probe_reports_the_failures(sim_factory: Any) -> None:
+    # The playbook's own parameters (validation.loadgen) against a server whose context is shorter
+    # than the prompt: vLLM answers every query 400.
+    sim = sim_factory("--max-model-len", "32")
+    book = playbook.load(PLAYBOOK)
+    (call,) = [p for p in book.nodes["validation.loadgen"].probes if p.name == "validate"]
+    ctx = ProbeContext(target=sim.url, model=MODEL)
+    facts = asyncio.run(validate.probe(ctx, dict(call.params)))
+    assert facts["scenario"] == "SingleStream" and facts["result"] == "ERROR"
+    assert facts["succeeded"] == 0 and facts["failed"] == facts["queries"] >= 64
+    assert (
+        facts["first_error"]["status"] == 400
+        and "maximum context length" in facts["first_error"]["message"]
+    )
+    assert facts["reasons"][0].startswith(f"{facts['failed']} of {facts['queries']} queries failed")
+    line = render_event({"type": "probe_result", "data": {"probe": "validate", "as": "loadgen",
+                                                          "round": "loadgen", "error": None, "facts": facts}})  # fmt: skip
+    assert isinstance(line, Text)
+    assert line.plain.startswith("  LoadGen SingleStream: ERROR (") and "VALID" not in line.plain
+    assert "queries failed (http_400:" in line.plain
+
+
+@pytest.mark.parametrize(
+    ("counts", "loadgen", "result", "first_reason"),
+    [
+        ((64, 0, {}), ("VALID", []), "VALID", None),
+        ((64, 0, {}), ("INVALID", ["minimum query count not met"]), "INVALID", "minimum query count not met"),
+        ((64, 0, {}), (None, []), "INVALID", "LoadGen said nothing without a reason"),
+        ((70, 6, {"http_503": 6}), ("VALID", []), "INVALID", "6 of 70 queries failed (http_503: 6); first error: HTTP 503: busy"),
+        ((70, 70, {"http_503": 70}), ("VALID", []), "ERROR", "70 of 70 queries failed (http_503: 70), nothing succeeded"),
+        ((0, 0, {}), ("VALID", []), "ERROR", "no query was issued"),
+    ],
+)  # fmt: skip
+def test_verdict_from_counts(
+    counts: tuple[int, int, dict[str, int]], loadgen: tuple[str | None, list[str]], result: str,
+    first_reason: str | None,
+) -> None:  # fmt: skip
+    queries, failed, errors = counts
+    first = {"kind": "http_503", "status": 503, "message": "HTTP 503: busy"} if failed else None
+    got, reasons = verdict(queries, failed, errors, first, *loadgen)
+    assert got == result
+    if first_reason is None:
+        assert reasons == []
+    else:
+        assert reasons[0].startswith(first_reason)
+
+
+def test_loadgen_reasons_follow_ours() -> None:
+    first = {"kind": "read_timeout", "status": None, "message": "no byte for 60 s"}
+    result, reasons = verdict(
+        10, 2, {"read_timeout": 2}, first, "INVALID", ["minimum duration not met"]
+    )
+    assert result == "INVALID"
+    assert reasons == ["2 of 10 queries failed (read_timeout: 2); first error: read_timeout: no byte for 60 s",
+                       "minimum duration not met"]  # fmt: skip
+
+
+def test_loadgen_line_of_an_older_transcript() -> None:
+    # Facts recorded before failures were counted: the line still says what the counts say.
+    old = {"scenario": "SingleStream", "result": "VALID", "reasons": [],
+           "client": {"requests": 510, "succeeded": 0}}  # fmt: skip
+    line = render_event({"type": "probe_result", "data": {"probe": "validate", "as": "loadgen",
+                                                          "error": None, "facts": old}})  # fmt: skip
+    assert isinstance(line, Text)
+    assert (
+        line.plain
+        == "  LoadGen SingleStream: ERROR (510 of 510 queries failed (recorded as LoadGen's VALID))"
+    )

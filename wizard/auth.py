@@ -3,9 +3,24 @@
 from __future__ import annotations
 
 import os
+import re
 
 DEFAULT_KEY_VARIABLES = ("VLLM_API_KEY", "OPENAI_API_KEY")
 MASK = "***"
+
+# Which occurrences of a known key are masked. A key of LONG_KEY characters or more is masked as a
+# substring, anywhere: a string that long does not occur inside ordinary words by accident, and
+# substring masking also catches the key glued to other text (URL-encoded after %3D, after a JSON
+# escape such as \n). A shorter key ("wrong", "test", "demo-key") is often a word that ordinary
+# text contains ("wrong" in the fact name wrong_base_path), so it is masked only where it stands
+# as a token of its own: no letter, digit or underscore right before or after it. That still
+# masks it wherever it is used as a key: `Bearer wrong`, `'Bearer wrong'`, `key=wrong`,
+# `"wrong"`, `wrong\n`; and the header patterns in transcript.py mask any bearer token anyway.
+LONG_KEY = 16
+_WORD = "A-Za-z0-9_"
+# Right before a short key, a JSON escape (\n, \t ...) or a URL escape (%3D) is a boundary too:
+# the letter in it belongs to the escape, not to a word around the key.
+_ESCAPE_BEFORE = r"(?<=\\[nrtbf])|(?<=%[0-9A-Fa-f]{2})"
 
 
 def api_key_from_env(variable: str | None = None) -> str | None:
@@ -23,6 +38,18 @@ def auth_headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
+def secret_pattern(secret: str) -> re.Pattern[str]:
+    """The occurrences of ``secret`` to mask (see LONG_KEY for the rule)."""
+    escaped = re.escape(secret)
+    if len(secret) >= LONG_KEY:
+        return re.compile(escaped)
+    # The boundary is only needed on a side where the key itself ends in a word character: "-x"
+    # inside "a-x" is still the key.
+    before = rf"(?:(?<![{_WORD}])|{_ESCAPE_BEFORE})" if re.match(rf"[{_WORD}]", secret) else ""
+    after = rf"(?![{_WORD}])" if re.search(rf"[{_WORD}]$", secret) else ""
+    return re.compile(before + escaped + after)
+
+
 def mask(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by a mask."""
-    return text.replace(secret, MASK) if secret else text
+    """``text`` with ``secret`` masked wherever it stands as a key (see LONG_KEY)."""
+    return secret_pattern(secret).sub(lambda _: MASK, text) if secret else text

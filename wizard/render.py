@@ -134,11 +134,14 @@ def validation_view(report: dict[str, Any]) -> Group:
     for run in report["runs"]:
         style = "bold green" if run["result"] == "VALID" else "bold red"
         rate = f" at {run['spec']['target_qps']:g} qps" if run["scenario"] != "SingleStream" else ""
-        parts.append(Text(f"{run['scenario']}{rate}: {run['result']}", style=style))
+        counts = f" ({run['succeeded']} of {run['queries']} queries succeeded)"
+        parts.append(Text(f"{run['scenario']}{rate}: {run['result']}{counts}", style=style))
         parts.extend(Text(f"  - {reason}") for reason in run["reasons"])
         if run["note"]:
             parts.append(Text(f"  note: {run['note']}", style="yellow"))
-        table = Table()
+        table = Table(
+            title=None if run["latency_evidence"] else "not latency evidence", title_justify="left"
+        )
         table.add_column("LoadGen")
         table.add_column("value", justify="right")
         for key, value in run["loadgen"].items():

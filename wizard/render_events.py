@@ -102,10 +102,39 @@ def _probe(data: dict[str, Any]) -> RenderableType:
         return Text(f"  audit: {facts.get('measurements')} measurement(s), {facts.get('changes')} change(s); "
                     f"flags: {', '.join(flags) or 'none'}")  # fmt: skip
     if name == "validate":
-        reasons = "; ".join(facts.get("reasons", [])) or "no reasons given"
-        return Text(f"  LoadGen {facts.get('scenario')}: {facts.get('result')} ({reasons})")
+        return _loadgen_line(facts)
     shown = {k: v for k, v in facts.items() if not isinstance(v, dict | list)}
     return Text(f"  {name} ({label}): " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+
+
+def _loadgen_line(facts: dict[str, Any]) -> Text:
+    """The LoadGen verdict: VALID with its counts, else INVALID/ERROR with the reasons."""
+    client = facts.get("client") or {}
+    result = facts.get("result")
+    queries = facts.get("queries", client.get("requests"))
+    succeeded = facts.get("succeeded", client.get("succeeded"))
+    reasons = list(facts.get("reasons") or [])
+    # Recorded before failed queries counted: the result was LoadGen's timing verdict alone.
+    if (
+        "failed" not in facts
+        and isinstance(queries, int)
+        and isinstance(succeeded, int)
+        and succeeded < queries
+    ):
+        reasons.insert(0, f"{queries - succeeded} of {queries} queries failed "
+                          f"(recorded as LoadGen's {result})")  # fmt: skip
+        result = "ERROR" if succeeded == 0 else "INVALID"
+    if result == "VALID":
+        detail = f"{succeeded} of {queries} queries succeeded"
+        p90 = (facts.get("loadgen") or {}).get("early_stopping_p90_ms")
+        if p90 is not None and facts.get("scenario") != "Offline":
+            detail += f", early-stopping p90 {p90:.1f} ms"
+    else:
+        detail = "; ".join(reasons) or "no reason recorded"
+    if facts.get("scenario") == "Offline":
+        detail += "; throughput only, not latency evidence"
+    return Text(f"  LoadGen {facts.get('scenario')}: {result} ({detail})",
+                style="" if result == "VALID" else "red")  # fmt: skip
 
 
 def busy_text(call: dict[str, Any]) -> str:

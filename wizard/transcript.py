@@ -21,15 +21,28 @@ from pathlib import Path
 from typing import Any
 
 from wizard import __version__
-from wizard.auth import MASK
+from wizard.auth import MASK, secret_pattern
 from wizard.errors import WizardError
 
 SCHEMA_VERSION = 1
 # Bearer tokens and obvious key assignments are masked even when nobody told us the key.
+# A token ends where a header value or a word ends: at whitespace, a quote, a backtick, an angle
+# bracket or a backslash (a JSON escape follows), and sentence punctuation at its end is not part
+# of it, so `Bearer abc123`, "Bearer abc123." and "(Bearer abc123)" keep their closing characters.
+# A placeholder is no secret: `<key>` and `...` do not start a token, so the playbook's
+# `Authorization: Bearer <key>` is shown as written.
+_DELIMITERS = r"\s\"'`<>\\"
+_PUNCTUATION = r".,;:!?)\]}"
+_TOKEN = rf"[^{_DELIMITERS}{_PUNCTUATION}](?:[^{_DELIMITERS}]*[^{_DELIMITERS}{_PUNCTUATION}])?"
+# A bare "bearer" (no Authorization before it) is prose as often as a header: "Bearer
+# authentication" is a word, so there the token must be at least 8 characters of RFC 6750's token
+# alphabet with one that is not a letter (a digit, - _ ~ + / =), as real tokens have.
+_B64 = r"A-Za-z0-9._~+/=-"
+_BARE_TOKEN = rf"(?=[{_B64}]*[0-9_~+/=-])[A-Za-z0-9_~+/=-][{_B64}]{{6,}}[A-Za-z0-9_~+/=-]"
 DEFAULT_SECRET_PATTERNS = (
-    r"(?i)(authorization\"?\s*[:=]\s*\"?bearer\s+)[^\s\"]+",
-    r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}",
-    r"(?i)((?:api[_-]?key|VLLM_API_KEY|OPENAI_API_KEY)\"?\s*[:=]\s*\"?)[^\s\",}]+",
+    r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?bearer\s+)" + _TOKEN,
+    r"(?i)(\bbearer\s+)" + _BARE_TOKEN,
+    r"(?i)((?:api[_-]?key|VLLM_API_KEY|OPENAI_API_KEY)['\"]?\s*[:=]\s*['\"]?)" + _TOKEN,
 )
 
 
@@ -53,11 +66,19 @@ class Redactor:
         self, secrets: Iterable[str | None] = (), patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS
     ):
         self.secrets = [s for s in secrets if s]
+        # Each key as it appears in the text we mask (canonical JSON): raw, and JSON-escaped when a
+        # quote or backslash in it makes the two differ. Which occurrences count: auth.secret_pattern.
+        forms = {
+            form for s in self.secrets for form in (s, json.dumps(s, ensure_ascii=False)[1:-1])
+        }
+        self.secret_patterns = [
+            secret_pattern(form) for form in sorted(forms, key=len, reverse=True)
+        ]
         self.patterns = [re.compile(p) for p in patterns]
 
     def __call__(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, MASK)
+        for secret in self.secret_patterns:
+            text = secret.sub(lambda _: MASK, text)
         for pattern in self.patterns:
             text = pattern.sub(lambda m: m.group(1) + MASK, text)
         return text

@@ -44,8 +44,14 @@ Validate under standardised load with the real MLPerf LoadGen (pip install mlcom
   Offline       everything at once; throughput only, never evidence of online latency
 Never compare results across scenarios. LoadGen's logs go to --outdir.
 
+LoadGen judges timing only. A run is VALID when LoadGen said VALID and every query succeeded;
+any failed query makes it INVALID (the reasons say how many and the first error), and a run in
+which no query succeeded is ERROR: nothing was measured. LoadGen's own INVALID reasons follow.
+
 {DEFINITIONS}
-Exit status: 0 when LoadGen said VALID, 1 when INVALID, 2 on usage errors."""
+Exit status: 0 VALID (with --find-peak: a VALID rate was found); 1 INVALID (or no VALID rate
+found); 3 ERROR: nothing could be measured (every query failed, or the model list could not be
+read); 2 on usage errors."""
 
 
 PROXY_DESCRIPTION = """\
@@ -328,14 +334,19 @@ async def _with_client(
         return spec, await measure(client, spec)
 
 
+# `probe validate`'s exit status when nothing could be measured (ERROR), apart from INVALID (1):
+# a script can tell "the server fails the bar" from "the run measured nothing".
+VALIDATE_NOTHING_MEASURED = 3
+
+
 def run_validate(args: argparse.Namespace) -> int:
-    """Run LoadGen (optionally a bounded peak search) and print VALID/INVALID with the reasons."""
+    """Run LoadGen (optionally a bounded peak search); print VALID/INVALID/ERROR with the reasons."""
     import time
     from pathlib import Path
 
     from wizard import aio
     from wizard.auth import api_key_from_env, auth_headers
-    from wizard.errors import UsageError
+    from wizard.errors import UsageError, WizardError
     from wizard.probes.validate import PRESETS, ValidationSpec, find_peak_qps, run_validation
     from wizard.render import validation_view
 
@@ -357,7 +368,12 @@ def run_validate(args: argparse.Namespace) -> int:
     async def resolve(client: Any, spec: Any) -> Any:
         return spec
 
-    request, _ = aio.run(_with_client(args, headers, resolve))
+    try:
+        request, _ = aio.run(_with_client(args, headers, resolve))
+    except WizardError as exc:  # the model list could not be read: nothing was measured
+        if not isinstance(exc, UsageError):
+            exc.exit_code = VALIDATE_NOTHING_MEASURED
+        raise
     outdir = Path(args.outdir) / time.strftime("%Y%m%dT%H%M%S")
 
     def run(qps: float) -> Any:
@@ -381,7 +397,11 @@ def run_validate(args: argparse.Namespace) -> int:
         "peak_qps": peak,
     }
     _print(report, args, api_key, validation_view(report) if not args.json else None)
-    return 0 if results[-1].valid or peak is not None else 1
+    if peak is not None or results[-1].valid:
+        return 0
+    if all(r.result == "ERROR" for r in results):
+        return VALIDATE_NOTHING_MEASURED
+    return 1
 
 
 def run_proxy(args: argparse.Namespace) -> int:

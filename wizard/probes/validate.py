@@ -61,6 +61,69 @@ class ValidationSpec:
     seed: int = FIXED_SCHEDULE_SEED
 
 
+Verdict = Literal["VALID", "INVALID", "ERROR"]
+
+
+def failure_counts(samples: list[StreamSample]) -> dict[str, Any]:
+    """Queries, successes, failures by kind, and the first failure (by send time) of a run."""
+    failed = sorted((s for s in samples if not s.ok), key=lambda s: s.send_ns)
+    errors: dict[str, int] = {}
+    for sample in failed:
+        kind = sample.error_kind or "error"
+        errors[kind] = errors.get(kind, 0) + 1
+    first = failed[0] if failed else None
+    return {
+        "queries": len(samples),
+        "succeeded": len(samples) - len(failed),
+        "failed": len(failed),
+        "errors": errors,
+        "first_error": None
+        if first is None
+        else {"kind": first.error_kind, "status": first.status, "message": first.error},
+    }
+
+
+def verdict(
+    queries: int,
+    failed: int,
+    errors: dict[str, int],
+    first_error: dict[str, Any] | None,
+    loadgen_validity: str | None,
+    loadgen_reasons: list[str],
+) -> tuple[Verdict, list[str]]:
+    """Our verdict on a run and its reasons, most important first.
+
+    LoadGen judges timing only: it says VALID for a run whose every query was answered 404 in a
+    millisecond. So a run is VALID only when LoadGen said VALID *and* every query succeeded; any
+    failed query makes it INVALID (the failures are a cause of their own, and LoadGen's latencies
+    then include their times), and a run where nothing succeeded is ERROR: nothing was measured.
+    LoadGen's own reasons follow ours.
+    """
+    reasons: list[str] = []
+    if queries == 0:
+        reasons.append("no query was issued")
+    elif failed:
+        kinds = ", ".join(f"{kind}: {count}" for kind, count in sorted(errors.items()))
+        first = ""
+        if first_error:
+            message = first_error.get("message") or first_error.get("kind")
+            kind = str(first_error.get("kind") or "")
+            first = (
+                f"; first error: {message if kind.startswith('http_') else f'{kind}: {message}'}"
+            )
+        nothing = ", nothing succeeded" if failed >= queries else ""
+        reasons.append(f"{failed} of {queries} queries failed ({kinds}){nothing}{first}")
+    if loadgen_validity != "VALID" and not loadgen_reasons:
+        loadgen_reasons = [f"LoadGen said {loadgen_validity or 'nothing'} without a reason "
+                           "(see mlperf_log_detail.txt)"]  # fmt: skip
+    reasons.extend(loadgen_reasons if loadgen_validity != "VALID" else [])
+    if queries == 0 or failed >= queries:
+        return "ERROR", reasons
+    if failed or loadgen_validity != "VALID":
+        return "INVALID", reasons
+    return "VALID", reasons
+
+
 @dataclass
 class ValidationResult:
     """LoadGen's verdict and numbers, plus our client-side view of the same requests."""
@@ -70,11 +133,33 @@ class ValidationResult:
     samples: list[StreamSample] = field(default_factory=list)
 
     @property
-    def valid(self) -> bool:
-        """LoadGen's ``result_validity``."""
+    def loadgen_valid(self) -> bool:
+        """LoadGen's own ``result_validity`` (timing only: it does not see failed queries)."""
         return self.detail.get("result_validity") == "VALID"
 
+    @property
+    def result(self) -> Verdict:
+        """VALID, INVALID or ERROR: LoadGen's verdict and the queries' outcomes (see ``verdict``)."""
+        return self.judge()[0]
+
+    @property
+    def valid(self) -> bool:
+        """VALID: LoadGen said so and every query succeeded."""
+        return self.result == "VALID"
+
+    def judge(self) -> tuple[Verdict, list[str]]:
+        """The verdict and its reasons."""
+        counts = failure_counts(self.samples)
+        return verdict(
+            counts["queries"], counts["failed"], counts["errors"], counts["first_error"],
+            self.detail.get("result_validity"), self.loadgen_reasons(),
+        )  # fmt: skip
+
     def reasons(self) -> list[str]:
+        """Why the run is not VALID: failed queries first, then LoadGen's reasons."""
+        return self.judge()[1]
+
+    def loadgen_reasons(self) -> list[str]:
         """Why LoadGen said INVALID, and what a valid run would need."""
         detail = self.detail
         reasons: list[str] = []
@@ -96,7 +181,7 @@ class ValidationResult:
         return reasons
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``probe validate --json`` object."""
+        """The ``probe validate --json`` object (and the walk probe's facts)."""
         detail = self.detail
 
         def ms(key: str) -> float | None:
@@ -104,26 +189,44 @@ class ValidationResult:
             return value / 1e6 if isinstance(value, int | float) else None
 
         ok = [s for s in self.samples if s.ok]
+        counts = failure_counts(self.samples)
+        result, reasons = self.judge()
         offline = self.spec.scenario == "Offline"
+        # Offline latencies measure a batch drained at once, and a run with failed queries has
+        # their (fast) error replies inside LoadGen's percentiles: neither is latency evidence.
+        # Neither Offline's latencies nor those of a run where nothing succeeded are shown at all.
+        evidence = not offline and counts["failed"] == 0 and counts["queries"] > 0
+        hidden = offline or result == "ERROR"
+        if offline:
+            note: str | None = (
+                "Offline measures throughput only; it is not evidence of online latency (P6.6)"
+            )
+        elif result == "ERROR":
+            note = "no query succeeded: nothing was measured, LoadGen's latencies are not shown"
+        elif counts["failed"]:
+            note = "LoadGen's latencies include the failed queries' replies: not latency evidence"
+        else:
+            note = None
+
+        def latency(key: str) -> float | None:
+            return None if hidden else ms(key)
+
         return {
             "scenario": self.spec.scenario,
             "spec": asdict(self.spec),
-            "result": "VALID" if self.valid else "INVALID",
-            "reasons": self.reasons(),
-            "latency_evidence": not offline,
-            "note": (
-                "Offline measures throughput only; it is not evidence of online latency (P6.6)"
-                if offline
-                else None
-            ),
+            "result": result,
+            "reasons": reasons,
+            **counts,
+            "loadgen_result": detail.get("result_validity"),
+            "latency_evidence": evidence,
+            "note": note,
             "loadgen": {
                 "query_count": detail.get("result_query_count"),
-                # Offline latencies measure a batch drained at once: never shown as latency.
-                "latency_p90_ms": None if offline else ms("result_90.00_percentile_latency_ns"),
-                "latency_p99_ms": None if offline else ms("result_99.00_percentile_latency_ns"),
-                "early_stopping_p90_ms": ms("early_stopping_latency_ss"),
-                "ttft_p99_ms": ms("result_first_token_99.00_percentile_latency_ns"),
-                "tpot_p99_ms": ms("result_time_per_output_token_99.00_percentile_ns"),
+                "latency_p90_ms": latency("result_90.00_percentile_latency_ns"),
+                "latency_p99_ms": latency("result_99.00_percentile_latency_ns"),
+                "early_stopping_p90_ms": latency("early_stopping_latency_ss"),
+                "ttft_p99_ms": latency("result_first_token_99.00_percentile_latency_ns"),
+                "tpot_p99_ms": latency("result_time_per_output_token_99.00_percentile_ns"),
                 "completed_samples_per_s": detail.get("result_completed_samples_per_sec")
                 or detail.get("result_samples_per_second"),
                 "tokens_per_s": detail.get("result_completed_tokens_per_second")
@@ -132,8 +235,12 @@ class ValidationResult:
             "client": {
                 "requests": len(self.samples),
                 "succeeded": len(ok),
-                "ttft_ms": summarize([s.ttft_ms for s in ok if s.ttft_ms is not None]),
-                "tpot_ms": summarize([s.tpot_ms for s in ok if s.tpot_ms is not None]),
+                "ttft_ms": None
+                if offline
+                else summarize([s.ttft_ms for s in ok if s.ttft_ms is not None]),
+                "tpot_ms": None
+                if offline
+                else summarize([s.tpot_ms for s in ok if s.tpot_ms is not None]),
             },
         }
 
@@ -256,7 +363,10 @@ def _settings(lg: Any, spec: ValidationSpec) -> Any:
 def find_peak_qps(
     run: Callable[[float], ValidationResult], low: float, high: float, max_runs: int
 ) -> tuple[float | None, list[ValidationResult]]:
-    """Bisect the Server rate: the highest tried rate whose run was VALID, within ``max_runs``."""
+    """Bisect the Server rate: the highest tried rate whose run was VALID, within ``max_runs``.
+
+    VALID is our verdict: a rate at which queries fail is never the peak.
+    """
     best: float | None = None
     results: list[ValidationResult] = []
     for _ in range(max_runs):
