@@ -200,3 +200,19 @@ def real_vllm(request: pytest.FixtureRequest, real_vllm_pool: RealVllmPool) -> R
     if marker is None or not marker.args:
         raise pytest.UsageError("a test using real_vllm needs @pytest.mark.real_vllm('CONFIG')")
     return real_vllm_pool.get(marker.args[0])
+
+
+# --- exit codes of a walk ----------------------------------------------------------------------
+WALK_EXIT = {"no_cause": 0, "cause_remains": 3, "nothing_measured": 4}
+
+
+def assert_walk_exit(result: subprocess.CompletedProcess[str], path: Path) -> dict[str, Any]:
+    """The walk completed, and its exit code says what its ``end`` event says; returns that."""
+    from wizard import transcript
+
+    assert result.returncode in WALK_EXIT.values(), result.stderr
+    loaded = transcript.load(path)
+    assert loaded.complete, result.stderr
+    end = loaded.events[-1]["data"]
+    assert result.returncode == WALK_EXIT[end["outcome"]], (end, result.stderr)
+    return dict(end)

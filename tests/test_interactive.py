@@ -65,9 +65,7 @@ def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> N
             child.sendline(CLEAR + "2")  # 2 cores for 2 GPUs: fewer than 2 + N
         elif index == 2:
             declined.append(child.after)
-            child.send(DOWN)  # the last choice is "skip"
-            time.sleep(0.5)
-            child.send("\r")
+            child.send("\r")  # Enter: the default, "not applied (skip)"; applied needs a choice
         elif index == 3:
             child.sendline(CLEAR + "1")
         elif index == 4:
@@ -81,7 +79,7 @@ def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> N
     child.expect(pexpect.EOF)
     child.close()
     assert "LAT030: apply" in declined
-    assert child.exitstatus == 0
+    assert child.exitstatus == 3  # a cause remains (the change was not applied)
     loaded = transcript.load(path)
     assert loaded.complete
     answers = {e["data"]["id"]: e["data"]["value"] for e in loaded.events if e["type"] == "answer"}
@@ -113,7 +111,9 @@ def test_a_server_fixed_after_a_failed_start_is_measured(tmp_path: Path) -> None
                   "--transcript", str(path))  # fmt: skip
     child.expect("LAT014: apply")
     time.sleep(1.0)
-    child.send("\r")  # "I applied it myself"
+    child.send(DOWN)  # past the default "not applied (skip)" to "I applied it myself"
+    time.sleep(0.5)
+    child.send("\r")
     for prompt, reply in (("Which ONE parameter", "\r"), ("value before", "2048\r"),
                           ("value now", "8192\r"), ("Did the server restart", "\r")):  # fmt: skip
         child.expect(prompt)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import RealVllmPool, wizard_command
+from tests.conftest import RealVllmPool, assert_walk_exit, wizard_command
 from tests.realvllm import MAX_MODEL_LEN, REAL_API_KEY, SERVED_NAME, RealVllm
 from wizard import transcript
 from wizard.changes import refusals
+from wizard.nginx_runner import Nginx, find_nginx
 
 QUICK = {"run_loadgen": False}  # LoadGen has its own test below
 
@@ -40,9 +42,9 @@ def walk(
         wizard_command(*command, *args, "--transcript", str(path)),
         capture_output=True, text=True, timeout=900, env={**full_env, **(env or {})},
     )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    end = assert_walk_exit(result, path)
     loaded = transcript.load(path)
-    assert loaded.complete
+    assert (end["outcome"] == "cause_remains") == bool(end["causes_remaining"])
     return loaded
 
 
@@ -218,3 +220,81 @@ def test_api_key_and_missing_chat_template(real_vllm: RealVllm, tmp_path: Path) 
     assert "chat_template_missing" in causes(keyed) and "auth_failure" not in causes(keyed)
     for path in tmp_path.glob("walk-*.ndjson"):
         assert REAL_API_KEY not in path.read_text()
+
+
+# -- real nginx in front of the real server -------------------------------------------------------
+
+requires_nginx = pytest.mark.skipif(
+    find_nginx() is None and not os.environ.get("WIZARD_REQUIRE_NGINX"),
+    reason="nginx is not installed (CI installs it and sets WIZARD_REQUIRE_NGINX=1)",
+)
+PROXY_CAUSES = {"proxy_buffering", "proxy_gzip_buffering"}
+
+
+@requires_nginx
+@pytest.mark.real_vllm("healthy")
+def test_stock_nginx_passes_real_vllms_chunked_stream(real_vllm: RealVllm, tmp_path: Path) -> None:
+    """Stock nginx (proxy_buffering on, HTTP/1.0 upstream) in front of a stock vLLM: uvicorn with
+    httptools answers HTTP/1.0 with a chunked body, which nginx passes on event by event."""
+    with Nginx(real_vllm.url) as nginx:
+        raw = _raw_http10(real_vllm.url)
+        assert b"transfer-encoding: chunked" in raw.lower()
+        loaded = walk(
+            tmp_path, real_vllm, "--proxy", nginx.url, "--nginx-conf", str(nginx.config_path)
+        )
+    assert not causes(loaded) & PROXY_CAUSES, causes(loaded)
+    assert [f["code"] for f in findings(loaded) if f["severity"] == "fail"] == []
+
+
+@requires_nginx
+@pytest.mark.real_vllm("healthy")
+def test_gzip_on_the_event_stream_is_lat002(real_vllm: RealVllm, tmp_path: Path) -> None:
+    directives = {"gzip": "on", "gzip_types": "text/event-stream", "gzip_min_length": "1"}
+    with Nginx(real_vllm.url, directives) as nginx:
+        loaded = walk(
+            tmp_path, real_vllm, "--proxy", nginx.url, "--nginx-conf", str(nginx.config_path)
+        )
+    assert causes(loaded) & PROXY_CAUSES == {"proxy_gzip_buffering"}
+    proxy = round_facts(loaded, "proxy")
+    assert proxy["burst"]["content_encodings"] == ["gzip"]
+    change = change_of(loaded, "LAT002")
+    assert (
+        change["parameter"] in ("gzip", "gzip_types") and "text/event-stream" not in change["apply"]
+    )
+
+
+@requires_nginx
+@pytest.mark.real_vllm("h11")
+def test_close_delimited_upstream_behind_stock_nginx_is_lat001(
+    real_vllm: RealVllm, tmp_path: Path
+) -> None:
+    """uvicorn forced to h11 answers HTTP/1.0 close-delimited: nginx's default buffering then
+    holds the stream in ~4 KB bursts, the classic proxy fault."""
+    raw = _raw_http10(real_vllm.url)
+    assert b"transfer-encoding" not in raw.lower()
+    with Nginx(real_vllm.url) as nginx:
+        loaded = walk(
+            tmp_path, real_vllm, "--proxy", nginx.url, "--nginx-conf", str(nginx.config_path)
+        )
+    assert causes(loaded) & PROXY_CAUSES == {"proxy_buffering"}
+    direct, proxy = round_facts(loaded, "direct"), round_facts(loaded, "proxy")
+    assert proxy["burst"]["max_events_per_read"] >= 4
+    assert proxy["burst"]["mean_events_per_read"] >= 2 * direct["burst"]["mean_events_per_read"]
+    change = change_of(loaded, "LAT001")
+    assert change["before"] == "on" and change["after"] == "off"
+
+
+def _raw_http10(url: str) -> bytes:
+    """The head of a streamed completion asked for as nginx asks upstream (HTTP/1.0)."""
+    host, port = url.removeprefix("http://").split(":")
+    body = json.dumps({"model": SERVED_NAME, "prompt": "word", "max_tokens": 4, "stream": True})
+    request = (
+        f"POST /v1/completions HTTP/1.0\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n{body}"
+    ).encode()
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(request)
+        chunks = []
+        while data := sock.recv(65536):
+            chunks.append(data)
+    return b"".join(chunks).split(b"\r\n\r\n", 1)[0]

@@ -8,11 +8,12 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import SimProcess, wizard_command
+from tests.conftest import SimProcess, assert_walk_exit, wizard_command
 from wizard import transcript
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +49,7 @@ def test_killed_session_resumes_to_a_valid_complete_transcript(
         wizard_command("resume", str(path), "--answers", str(answers)),
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert resumed.returncode == 0, resumed.stderr
+    assert_walk_exit(resumed, path)
     assert "resuming" in resumed.stdout
     loaded = transcript.load(path)
     assert loaded.complete
@@ -184,7 +185,7 @@ def test_resume_finds_the_evidence_from_another_directory(
     assert header["host_evidence"] == str(start_dir / "host")
     resumed = subprocess.run(wizard_command("resume", str(path), "--answers", str(answers)),
                              capture_output=True, text=True, timeout=300, cwd=other_dir)  # fmt: skip
-    assert resumed.returncode == 0, resumed.stderr
+    assert_walk_exit(resumed, path)
     facts = {e["data"]["as"]: e["data"]["facts"] for e in transcript.load(path).events
              if e["type"] == "probe_result"}  # fmt: skip
     assert facts["host"]["source"] == "evidence" and facts["host"]["physical_cores"] == 32
@@ -203,3 +204,65 @@ def test_the_summary_carries_the_log_and_host_evidence() -> None:
     md = subprocess.run(wizard_command("export", str(example), "--format", "md"),
                         capture_output=True, text=True, timeout=60).stdout  # fmt: skip
     assert "- vLLM log: file " in md and "max_num_batched_tokens 2048" in md
+
+
+def _killed_after_baseline(url: str, tmp_path: Path) -> Path:
+    """A walk SIGKILLed once its baseline round is recorded (the start's facts are in it)."""
+    path = tmp_path / "killed.ndjson"
+    process = subprocess.Popen(
+        wizard_command("run", "--target", url, "--answers", str(answers_file(tmp_path)), "--transcript", str(path)),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and b'"type":"measurement"' not in (
+        path.read_bytes() if path.exists() else b""
+    ):
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    return path
+
+
+def test_resume_keeps_the_servers_limits_and_records_itself(
+    sim_factory: Callable[..., SimProcess], tmp_path: Path
+) -> None:
+    """The long-prompt round after a resume must still fit max_model_len (it once sent 12,000-token
+    prompts to a 2,048-token model and every request failed)."""
+    sim = sim_factory("--max-model-len", "2048")
+    path = _killed_after_baseline(sim.url, tmp_path)
+    resumed = subprocess.run(
+        wizard_command("resume", str(path), "--answers", str(answers_file(tmp_path))),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert_walk_exit(resumed, path)
+    loaded = transcript.load(path)
+    resumes = [e["data"] for e in loaded.events if e["type"] == "resume"]
+    assert len(resumes) == 1 and resumes[0]["differs"] == {}
+    assert resumes[0]["server"]["max_model_len"] == 2048
+    long = [
+        e["data"]
+        for e in loaded.events
+        if e["type"] == "probe_result" and e["data"]["as"] == "long"
+    ]
+    assert long and long[0]["error"] is None, long
+    assert long[0]["facts"]["spec"]["input_tokens"] + 64 <= 2048
+
+
+def test_resume_refuses_a_different_server_behind_the_same_url(
+    sim_factory: Callable[..., SimProcess], tmp_path: Path
+) -> None:
+    first = sim_factory("--served-model-name", "model-a")
+    path = _killed_after_baseline(first.url, tmp_path)
+    port = first.url.rsplit(":", 1)[1]
+    first.stop()
+    sim_factory("--served-model-name", "model-b", "--port", port)
+    before = path.read_bytes()
+    resumed = subprocess.run(
+        wizard_command("resume", str(path), "--answers", str(answers_file(tmp_path))),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert resumed.returncode == 1
+    assert "a different server answers" in resumed.stderr and "model-a -> model-b" in resumed.stderr
+    assert len(resumed.stderr.strip().splitlines()) == 1
+    loaded = transcript.load(path)  # kept valid: the prefix plus the refused resume
+    assert path.read_bytes().startswith(before) and not loaded.complete

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SimProcess, wizard_command
+from tests.conftest import SimProcess, assert_walk_exit, wizard_command
 from wizard import transcript
 
 SimFactory = Callable[..., SimProcess]
@@ -65,10 +65,10 @@ def test_scenarios_reach_their_causes(
     sim = sim_factory("--scenario", scenario)
     result, path = walk(tmp_path, "--target", sim.url, "--vllm-log", str(sim.log_file),
                         "--host-evidence", str(sim.host_evidence), answers=answers)  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    found = causes(path)
-    # A busy CI machine can saturate the measuring client; the wizard then says so, correctly.
-    assert expected <= found and found - expected <= {"client_saturated"}, found
+    assert_walk_exit(result, path)
+    # Exactly the scenario's causes: a busy machine keeps the client off the CPU (contended, a
+    # note on the round), which is no cause of the incident.
+    assert causes(path) == expected
 
 
 def test_host_evidence_finds_too_few_cores_and_hidden_gpus(
@@ -79,10 +79,9 @@ def test_host_evidence_finds_too_few_cores_and_hidden_gpus(
                       "--host-visible-devices", "0,1")  # fmt: skip
     result, path = walk(tmp_path, "--target", sim.url, "--vllm-log", str(sim.log_file),
                         "--host-evidence", str(sim.host_evidence), answers=QUICK)  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    assert_walk_exit(result, path)
     found = causes(path)
-    assert {"cpu_cores_insufficient", "cuda_visible_devices"} <= found, found
-    assert found - {"cpu_cores_insufficient", "cuda_visible_devices"} <= {"client_saturated"}
+    assert found == {"cpu_cores_insufficient", "cuda_visible_devices"}, found
     evidence = {e["data"]["code"]: e["data"]["evidence"] for e in transcript.load(path).events
                 if e["type"] == "finding"}  # fmt: skip
     assert evidence["LAT030"].startswith("4 physical cores for 4 GPU(s)")
@@ -105,12 +104,12 @@ def test_without_evidence_the_operator_answers_for_the_topology(
     sim = sim_factory("--scenario", "tp-over-pcie")
     answers = {**QUICK, "tensor_parallel_size": 4, "interconnect": "pcie"}
     result, path = walk(tmp_path, "--target", sim.url, answers=answers)
-    assert result.returncode == 0, result.stderr
+    assert_walk_exit(result, path)
     assert "tp_without_nvlink" in causes(path)
     # Without the log the budget direction is not claimed: no TTFT-bound finding on a guess.
     sim = sim_factory("--scenario", "batch-budget-small")
     result, path = walk(tmp_path, "--target", sim.url, answers=QUICK)
-    assert result.returncode == 0, result.stderr
+    assert_walk_exit(result, path)
     assert "batched_tokens_hurts_ttft" not in causes(path)
 
 
@@ -128,7 +127,7 @@ def test_a_server_that_did_not_start_is_diagnosed_from_its_log(
     )  # fmt: skip
     assert started.returncode != 0 and "is smaller than max_model_len" in started.stderr
     result, path = walk(tmp_path, "--target", f"http://127.0.0.1:{port}", "--vllm-log", str(log))
-    assert result.returncode == 0, result.stderr
+    assert_walk_exit(result, path)
     assert causes(path) == {"chunked_prefill_budget"}
     assert "reading the server's log instead" in result.stderr
     finding = next(e["data"] for e in transcript.load(path).events if e["type"] == "finding")
@@ -148,11 +147,11 @@ def test_auth_failure_is_diagnosed_and_the_key_never_leaks(
     canary = "canary-key-5f9c2e"
     sim = sim_factory("--scenario", "auth-required", env={"VLLM_API_KEY": canary})
     result, path = walk(tmp_path, "--target", sim.url, answers=QUICK, env={"VLLM_API_KEY": ""})
-    assert result.returncode == 0, result.stderr
+    assert_walk_exit(result, path)
     assert causes(path) == {"auth_failure"}
     # With the key the same walk is clean, and the key is nowhere: transcript, exports, output.
     result, path = walk(tmp_path, "--target", sim.url, answers=QUICK, env={"VLLM_API_KEY": canary})
-    assert result.returncode == 0 and causes(path) == set()
+    assert assert_walk_exit(result, path)["outcome"] == "no_cause" and causes(path) == set()
     outputs = [result.stdout, result.stderr, path.read_text()]
     for fmt in ("md", "html", "json"):
         exported = subprocess.run(wizard_command("export", str(path), "--format", fmt),
@@ -235,7 +234,7 @@ def test_a_step_naming_two_parameters_is_refused(sim_factory: SimFactory, tmp_pa
         "after": "0.95",
     }
     result, path = walk(tmp_path, "--target", sim.url, answers={**QUICK, "LAT010": two})
-    assert result.returncode == 0, result.stderr
+    assert_walk_exit(result, path)
     events = transcript.load(path).events
     notes = [e["data"]["text"] for e in events if e["type"] == "note"]
     assert any("names more than one parameter; one change per round" in n for n in notes)
@@ -245,7 +244,7 @@ def test_a_step_naming_two_parameters_is_refused(sim_factory: SimFactory, tmp_pa
 def test_chinese_walk(sim_factory: SimFactory, tmp_path: Path) -> None:
     sim = sim_factory("--scenario", "no-chat-template")
     result, path = walk(tmp_path, "--target", sim.url, "--lang", "zh", answers=QUICK)
-    assert result.returncode == 0, result.stderr
+    assert_walk_exit(result, path)
     assert "基本规则" in result.stdout and "模型没有 chat template" in result.stdout
     assert transcript.load(path).header["lang"] == "zh"
     summary = subprocess.run(
@@ -275,8 +274,8 @@ def test_a_log_that_is_not_a_vllm_log_is_said_and_claims_nothing(
     garbage.write_bytes(os.urandom(20000) + b"\nnginx: [emerg] unknown directive\n")
     result, path = walk(tmp_path, "--target", healthy_sim.url, "--vllm-log", str(garbage),
                         answers=QUICK)  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    assert causes(path) <= {"client_saturated"}
+    assert_walk_exit(result, path)
+    assert causes(path) == set()
     log = next(e["data"]["facts"] for e in transcript.load(path).events
                if e["type"] == "probe_result" and e["data"]["as"] == "vllmlog")  # fmt: skip
     assert log["note"] == "nothing in this input looks like a vLLM log line"
@@ -294,7 +293,7 @@ def test_a_failed_start_in_the_log_of_a_server_that_answers_is_not_todays_state(
     result, path = walk(
         tmp_path, "--target", healthy_sim.url, "--vllm-log", str(log), answers=QUICK
     )
-    assert result.returncode == 0, result.stderr
+    assert_walk_exit(result, path)
     entered = [e["node"] for e in transcript.load(path).events if e["type"] == "node_enter"]
     assert "startup.failed" not in entered and "baseline.direct" in entered
     assert "chunked_prefill_budget" not in causes(path)
@@ -309,7 +308,7 @@ def test_preemption_with_memory_already_given_proposes_fewer_sequences(
     result, path = walk(
         tmp_path, "--target", sim.url, "--vllm-log", str(sim.log_file), answers=QUICK
     )
-    assert result.returncode == 0, result.stderr
+    assert_walk_exit(result, path)
     codes = {
         e["data"]["code"]: e["data"] for e in transcript.load(path).events if e["type"] == "finding"
     }
@@ -324,7 +323,7 @@ def test_a_server_that_is_gone_with_a_clean_log_points_outside_vllm(
     sim = sim_factory()
     sim.stop()  # stopped from outside (as by the kernel's OOM killer): the log ends cleanly
     result, path = walk(tmp_path, "--target", sim.url, "--vllm-log", str(sim.log_file))
-    assert result.returncode == 0, result.stderr
+    assert_walk_exit(result, path)
     assert causes(path) == {"server_unreachable"}
     finding = next(e["data"] for e in transcript.load(path).events if e["type"] == "finding")
     assert finding["evidence"].startswith(f"no answer at {sim.url}")

@@ -3,8 +3,11 @@
 A measurement spec fixes what P0.2 and P6.5 of the procedure say must not change between rounds:
 model, endpoint, input and output length, concurrency (or the MLPerf scenario), access path and
 warm state. Its fingerprint is a hash of those fields; only measurements with equal fingerprints
-are compared. A comparison bootstraps the difference of medians and says "no significant change"
-when the confidence interval contains zero or the effect is smaller than the practical threshold.
+are compared. A comparison bootstraps the relative change of the median (after / before - 1)
+and judges its confidence interval against a noise band: the practical threshold, widened to what
+an A/A comparison (the same round measured twice on the server being diagnosed) moved by. Outside
+the band on the good side is "improved", on the bad side "regressed"; inside it "within noise";
+an interval that crosses the band's edge, or too few samples, is "inconclusive".
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from typing import Any, Literal
 from wizard.errors import WizardError
 
 SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
-Verdict = Literal["improved", "regressed", "no significant change", "insufficient data"]
+Verdict = Literal["improved", "regressed", "within noise", "inconclusive"]
+PRACTICAL_THRESHOLD = 0.05  # a latency change under 5 % is not worth a round, whatever the noise
 
 
 def percentile(values: Sequence[float], p: float) -> float | None:
@@ -93,6 +97,11 @@ class Comparison:
     ci_high_ms: float | None
     relative_change: float | None
     verdict: Verdict
+    # The relative interval and the band it was judged against (so "within noise" shows its why).
+    ci_low_rel: float | None = None
+    ci_high_rel: float | None = None
+    noise_band: float | None = None
+    samples: tuple[int, int] = (0, 0)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
@@ -103,27 +112,35 @@ class IncomparableError(WizardError):
     """Two measurements were taken under different specs (P0.2, P6.6)."""
 
 
+MIN_SAMPLES = 5
+
+
 def compare_values(
     segment: str,
     before: Sequence[float],
     after: Sequence[float],
     *,
+    noise: float = 0.0,
     resamples: int = 2000,
     confidence: float = 0.95,
-    practical_threshold: float = 0.05,
+    practical_threshold: float = PRACTICAL_THRESHOLD,
     seed: int = 0,
 ) -> Comparison:
-    """Bootstrap the change of the median (after - before) and judge it against noise.
+    """Bootstrap the relative change of the median and judge its interval against the noise band.
 
-    "improved"/"regressed" only when the confidence interval excludes zero AND the median moved
-    by at least ``practical_threshold`` (relative); lower is better for every latency segment.
+    ``noise`` is the relative movement an A/A comparison showed on this server (0 when none was
+    measured); the band is the larger of it and ``practical_threshold``. Lower is better for every
+    latency segment.
     """
-    if len(before) < 3 or len(after) < 3:
-        b50 = statistics.median(before) if before else None
-        a50 = statistics.median(after) if after else None
-        return Comparison(segment, b50, a50, None, None, None, None, "insufficient data")
+    counts = (len(before), len(after))
+    b50 = statistics.median(before) if before else None
+    a50 = statistics.median(after) if after else None
+    band = max(practical_threshold, noise)
+    if len(before) < MIN_SAMPLES or len(after) < MIN_SAMPLES or not b50:
+        return Comparison(segment, b50, a50, None, None, None, None, "inconclusive",
+                          noise_band=band, samples=counts)  # fmt: skip
+    assert a50 is not None
     rng = random.Random(seed)
-    before_p50, after_p50 = statistics.median(before), statistics.median(after)
     diffs = sorted(
         statistics.median(rng.choices(after, k=len(after)))
         - statistics.median(rng.choices(before, k=len(before)))
@@ -132,18 +149,30 @@ def compare_values(
     tail = (1 - confidence) / 2
     low = diffs[int(tail * (resamples - 1))]
     high = diffs[int((1 - tail) * (resamples - 1))]
-    change = after_p50 - before_p50
-    relative = change / before_p50 if before_p50 else None
-    verdict: Verdict = "no significant change"
-    big_enough = relative is None or abs(relative) >= practical_threshold
-    if big_enough and high < 0:
+    low_rel, high_rel = low / b50, high / b50
+    verdict: Verdict = "inconclusive"
+    if high_rel < -band:
         verdict = "improved"
-    elif big_enough and low > 0:
+    elif low_rel > band:
         verdict = "regressed"
-    return Comparison(segment, before_p50, after_p50, change, low, high, relative, verdict)
+    elif -band <= low_rel and high_rel <= band:
+        verdict = "within noise"
+    change = a50 - b50
+    return Comparison(segment, b50, a50, change, low, high, change / b50, verdict,
+                      low_rel, high_rel, band, counts)  # fmt: skip
 
 
-def compare(before: Measurement, after: Measurement) -> list[Comparison]:
+def noise_band(before: Sequence[float], after: Sequence[float]) -> float | None:
+    """How far an A/A pair (the same round twice) moved: the larger end of its relative interval."""
+    result = compare_values("aa", before, after, practical_threshold=0.0)
+    if result.ci_low_rel is None or result.ci_high_rel is None:
+        return None
+    return max(abs(result.ci_low_rel), abs(result.ci_high_rel))
+
+
+def compare(
+    before: Measurement, after: Measurement, noise: dict[str, float] | None = None
+) -> list[Comparison]:
     """Compare every segment both measurements have; refuse different specs."""
     if before.spec.fingerprint() != after.spec.fingerprint():
         differing = [
@@ -153,8 +182,11 @@ def compare(before: Measurement, after: Measurement) -> list[Comparison]:
             "measurements were taken under different conditions "
             f"({', '.join(differing)} differ); compare only equal fingerprints"
         )
+    bands = noise or {}
     return [
-        compare_values(segment, before.values[segment], after.values[segment])
+        compare_values(
+            segment, before.values[segment], after.values[segment], noise=bands.get(segment, 0.0)
+        )
         for segment in SEGMENTS
         if segment in before.values and segment in after.values
     ]

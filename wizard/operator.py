@@ -157,6 +157,11 @@ def _str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _text(value: Any) -> str:
+    """A prompt's default: empty for an unknown value (never the word "None")."""
+    return "" if value is None else str(value)
+
+
 class InteractiveOperator:
     """Prompts on the terminal (questionary, via unsafe_ask_async so Ctrl-C is ours)."""
 
@@ -189,16 +194,16 @@ class InteractiveOperator:
         if change is None:
             return Decision(applied=False, note="no change proposed")
         can_auto = self.applier is not None and self.applier.can_apply(change)
-        choices = (
-            ["apply it for me", "I applied it myself", "skip"]
-            if can_auto
-            else ["I applied it myself", "skip"]
-        )
+        # A change made by hand is recorded only on an explicit answer: Enter means not applied.
+        skip, by_hand = "not applied (skip)", "I applied it myself"
+        choices = ["apply it for me", skip, by_hand] if can_auto else [skip, by_hand]
         prompt = (
             f"{finding.code}: apply `{change['apply']}` ({change['layer']} {change['parameter']})?"
         )
-        action = await questionary.select(prompt, choices=choices).unsafe_ask_async()
-        if action == "skip":
+        action = await questionary.select(
+            prompt, choices=choices, default=choices[0]
+        ).unsafe_ask_async()
+        if action == skip:
             return Decision(applied=False, note="skipped by the operator")
         if action == "apply it for me" and self.applier is not None:
             return await asyncio.to_thread(self.applier.apply, change)
@@ -206,10 +211,10 @@ class InteractiveOperator:
             "Which ONE parameter did you change?", default=str(change["parameter"])
         ).unsafe_ask_async()
         before = await questionary.text(
-            "Its value before:", default=str(change.get("before", ""))
+            "Its value before:", default=_text(change.get("before"))
         ).unsafe_ask_async()
         after = await questionary.text(
-            "Its value now:", default=str(change.get("after", ""))
+            "Its value now:", default=_text(change.get("after"))
         ).unsafe_ask_async()
         restarted = await questionary.confirm(
             "Did the server restart (the next requests are cold)?",

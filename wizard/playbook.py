@@ -87,6 +87,11 @@ class Finding:
     change: dict[str, Any] | None
     docs: tuple[str, ...]
     remeasure: str | None = None  # which measurement (a probe's `as`) to repeat after the change
+    # How to tell, from the cause's own evidence in the repeated round, that it is gone; and the
+    # segments the finding predicts will look worse after the fix (a trade-off, not a regression).
+    gone: Any = None
+    gone_evidence: str = ""
+    expected_worse: tuple[str, ...] = ()
 
 
 @dataclass
@@ -318,6 +323,12 @@ def _finding(code: str, body: Any, where: Path_, errors: _Collector) -> Finding 
                 (*where, "change", "parameter"),
                 f"finding {code}: a change names exactly one parameter",
             )
+    if body.get("remeasure") and "gone" not in body:
+        errors.add(
+            (*where, "gone"),
+            f"finding {code}: a finding that re-measures says how its evidence shows it gone "
+            "(`gone`: a condition over the repeated round's facts)",
+        )
     docs = body.get("docs", [])
     if not isinstance(docs, list) or not docs:
         errors.add((*where, "docs"), f"finding {code}: give at least one upstream doc link")
@@ -329,6 +340,9 @@ def _finding(code: str, body: Any, where: Path_, errors: _Collector) -> Finding 
         evidence=str(body.get("evidence", "")), change=change if isinstance(change, dict) else None,
         docs=tuple(str(d) for d in docs),
         remeasure=str(body["remeasure"]) if body.get("remeasure") else None,
+        gone=_condition(body["gone"], (*where, "gone"), errors) if "gone" in body else None,
+        gone_evidence=str(body.get("gone_evidence", "")),
+        expected_worse=tuple(str(s) for s in body.get("expected_worse", []) or []),
     )  # fmt: skip
 
 

@@ -73,6 +73,8 @@ def load_view(report: dict[str, Any]) -> Group:
     client = report["client"]
     if client["saturated"]:
         parts.append(Text(f"client_saturated: {client['reason']}", style="bold red"))
+    elif client.get("contended"):
+        parts.append(Text(f"client contended: {client['reason']}", style="yellow"))
     else:
         parts.append(
             Text(

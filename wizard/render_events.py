@@ -15,6 +15,10 @@ SEVERITY_STYLE = {"info": "cyan", "warn": "yellow", "fail": "bold red"}
 VERDICT_STYLE = {
     "improved": "green",
     "regressed": "red",
+    "within noise": "dim",
+    "inconclusive": "yellow",
+    "expected": "cyan",
+    # Transcripts written before the noise model said these.
     "no significant change": "dim",
     "insufficient data": "dim",
 }
@@ -63,6 +67,29 @@ def render_event(
         )
     if kind == "comparison":
         return _comparison(data)
+    if kind == "verdict":
+        gone = data["verdict"] == "cause gone"
+        return Text(
+            f"{data['code']} {data['verdict']} in {data['round']}: {data['evidence']}",
+            style="bold green" if gone else "bold red",
+        )
+    if kind == "resume":
+        server = data.get("server") or {}
+        return Text(
+            f"resumed at {data['at']}: the server answers as {server.get('model')} "
+            f"(vLLM {server.get('version')}, max_model_len {server.get('max_model_len')})",
+            style="bold",
+        )
+    if kind == "config_check":
+        style = {"confirmed": "green", "not observable": "dim"}.get(data["verdict"], "bold red")
+        return Text(f"  server check: {data['text']}", style=style)
+    if kind == "noise":
+        bands = ", ".join(f"{k} ±{v:.0%}" for k, v in data["bands"].items())
+        return Text(
+            f"  noise (A/A: {' vs '.join(data['rounds'])}): {bands or 'not measurable'}; "
+            "changes within these bands are reported as within noise",
+            style="dim",
+        )
     if kind == "note":
         return Text(f"  note: {data['text']}", style="dim")
     if kind == "end":
@@ -200,18 +227,28 @@ def measurement_table(facts: dict[str, Any], title: str) -> Table:
     server = facts.get("server") or {}
     notes = []
     if server.get("available"):
-        notes.append(f"server: waiting max {server['waiting_max']}, preemptions {server['preemptions']}, "
-                     f"KV peak {server['kv_usage_max']}")  # fmt: skip
+        kv_peak = server["kv_usage_max"]
+        notes.append(f"server: waiting max {_count(server['waiting_max'])}, preemptions "
+                     f"{_count(server['preemptions'])}, KV peak "
+                     f"{'?' if kv_peak is None else f'{kv_peak:.1%}'}")  # fmt: skip
         if server.get("ttft_outside_engine_ms") is not None:
             notes.append(f"TTFT outside the engine (proxy, network, API server) "
                          f"{_ms(server['ttft_outside_engine_ms'])} ms")  # fmt: skip
     burst = facts.get("burst") or {}
     if burst.get("max_events_per_read", 0) > 1:
         notes.append(f"up to {burst['max_events_per_read']} events per read")
+    client = facts.get("client") or {}
     if facts.get("client_saturated"):
         notes.append("CLIENT SATURATED")
+    elif client.get("contended"):
+        notes.append(f"client contended: {client['reason']}")
     table.caption = "; ".join(notes) or None
     return table
+
+
+def _count(value: float | None) -> str:
+    """A count the server reports as a float (7.0): shown as 7."""
+    return "?" if value is None else f"{value:g}"
 
 
 def _finding(data: dict[str, Any], lang: str) -> Panel:
@@ -239,6 +276,16 @@ def _comparison(data: dict[str, Any]) -> Table:
             if row["ci_low_ms"] is None
             else f"[{row['ci_low_ms']:.1f}, {row['ci_high_ms']:.1f}]"
         )
+        verdict = row["verdict"]
+        if row.get("expected"):
+            verdict = "expected (the finding predicted it)"
+        elif verdict == "within noise" and row.get("noise_band") is not None:
+            verdict = f"within noise (±{row['noise_band']:.0%})"
+        style = (
+            VERDICT_STYLE["expected"]
+            if row.get("expected")
+            else VERDICT_STYLE.get(row["verdict"], "")
+        )
         table.add_row(row["segment"], _ms(row["before_p50"]), _ms(row["after_p50"]), _ms(row["change_ms"]), ci,
-                      Text(row["verdict"], style=VERDICT_STYLE.get(row["verdict"], "")))  # fmt: skip
+                      Text(verdict, style=style))  # fmt: skip
     return table

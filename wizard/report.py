@@ -40,6 +40,8 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
             comparisons.append(data)
             if changes:
                 changes[-1]["effect"].append(data)
+        elif kind == "verdict" and changes:
+            changes[-1]["verdict"] = data
         elif kind == "measurement":
             measurements.append(data)
     baseline = {
@@ -112,11 +114,16 @@ def _plain(value: Any) -> str:
 
 def _change_line(change: dict[str, Any]) -> str:
     verdicts = "; ".join(
-        f"{s['segment']} {s['verdict']}"
+        f"{s['segment']} {'expected (predicted)' if s.get('expected') else s['verdict']}"
         for comparison in change["effect"] if comparison["against"] == "baseline"
         for s in comparison["segments"]
     )  # fmt: skip
-    return f"{change['parameter']}: {change['before']} -> {change['after']} ({verdicts or 'not re-measured'})"
+    evidence = change.get("verdict")
+    head = f"{evidence['code']} {evidence['verdict']}: " if evidence else ""
+    return (
+        f"{change['parameter']}: {change['before']} -> {change['after']} "
+        f"({head}{verdicts or 'not re-measured'})"
+    )
 
 
 def _ms(value: Any) -> str:

@@ -118,6 +118,18 @@ def findings_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _change_cell(change: dict[str, Any] | None) -> str:
+    """A fixed change as its text; a computed one as its lever and how its value is computed."""
+    if change is None:
+        return "-"
+    if "compute" not in change:
+        return f"`{change['apply']}`"
+    from wizard.changes import COMPUTERS
+
+    how = (COMPUTERS[change["compute"]].__doc__ or "").split(": ", 1)[-1].strip().rstrip(".")
+    return f"{change.get('direction', 'set')} `{change['parameter']}` (computed: {how})"
+
+
 def findings_markdown(book: Any) -> str:
     """Every finding: code, severity, cause, title, the change it proposes, docs."""
     lines = [
@@ -130,7 +142,7 @@ def findings_markdown(book: Any) -> str:
         "|---|---|---|---|---|---|",
     ]
     for code, finding in sorted(book.findings.items()):
-        change = f"`{finding.change['apply']}`" if finding.change else "-"
+        change = _change_cell(finding.change)
         docs = " ".join(f"<{link}>" for link in finding.docs)
         lines.append(f"| {code} | {finding.severity} | `{finding.cause}` | {finding.title['en']} / "
                      f"{finding.title['zh']} | {change} | {docs} |")  # fmt: skip

@@ -19,7 +19,12 @@ finding code), or --auto (evidence and defaults, never prompts, applies nothing 
 The transcript (append-only, hash-chained, 0600) is written as the walk goes; Ctrl-C keeps it and
 prints how to resume. The API key is read from $VLLM_API_KEY (then $OPENAI_API_KEY), never a flag.
 
-Exit status: 0 when the walk completed (findings or not), 1 when it could not, 2 on usage errors."""
+Exit status (also the `end` event's "outcome" in the transcript, and `export --format json`):
+  0  the walk completed and no cause remains (none found, or each fix proven by its own evidence)
+  3  the walk completed and a cause remains (a warn or fail finding not shown gone)
+  4  the walk completed but nothing could be measured (no round succeeded, nothing found)
+  1  the walk could not complete (an error, or a different server when resuming)
+  2  usage errors; 130 interrupted (the transcript is kept; resume it)"""
 EPILOG = """\
 examples:
   latency-wizard run --target http://127.0.0.1:8000
@@ -229,7 +234,7 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
     """Walk (or continue) with live rendering; keep the transcript on Ctrl-C and say how to resume."""
     from wizard import aio
     from wizard.auth import auth_headers
-    from wizard.engine import Session, restore, walk
+    from wizard.engine import Session, check_resumed_server, outcome, restore, walk
     from wizard.probes.runner import ProbeContext
     from wizard.render import console
     from wizard.render_events import render_event
@@ -250,6 +255,8 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
     if events:
         screen.print(f"resuming {writer.path} at '{start}'", style="bold", soft_wrap=True)
     try:
+        if events:
+            aio.run(check_resumed_server(session, str(start)))
         aio.run(walk(session, start))
     except KeyboardInterrupt:
         screen.print(
@@ -263,4 +270,7 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
         writer.close()
     screen.print(f"transcript: {writer.path}", soft_wrap=True)
     screen.print(f"summary:    latency-wizard export {writer.path} --format md", soft_wrap=True)
-    return 0
+    return EXIT_CODES[outcome(session)["outcome"]]
+
+
+EXIT_CODES = {"no_cause": 0, "cause_remains": 3, "nothing_measured": 4}

@@ -367,4 +367,14 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         facts["interconnect"] = "unknown"
         facts["batch_budget_default"] = None
         facts["notes"].insert(0, f"vLLM runs on another machine ({ctx.target}); {COLLECT_HINT}")
+    facts["gpus_if_cpu_only"] = None
+    cpu_only_here = not evidence and not facts["gpus"] and is_this_machine(ctx.target)
+    if cpu_only_here and facts["physical_cores"]:
+        # vLLM's CPU backend on this very machine: its cores are the GPU host's, with no GPU.
+        facts["gpus_if_cpu_only"] = 0
+        facts["gpu_host"] = {"physical_cores": facts["physical_cores"], "gpus": 0}
+        facts["notes"].append(
+            "vLLM runs on this machine without a GPU (its CPU backend): the engine's busy "
+            "loop and the measuring client share these cores"
+        )
     return facts

@@ -1,0 +1,84 @@
+"""The one change, checked against what the server says about itself after a restart.
+
+A declared change is a claim; the server's own description is the evidence. After a restart the
+wizard compares what the live server reports (``vllm:cache_config_info`` in the repeated round's
+``/metrics``, the model it serves) and, when its log was given, the new run's arguments, with
+what they were before. Exactly the declared parameter should differ: none means the change did
+not take (or cannot be seen), several mean the round changed more than one thing, and a different
+model means another server answers behind the same URL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# What a round's /metrics says of the engine (measure probe's `server` facts).
+METRIC_KEYS = ("num_gpu_blocks", "num_gpu_blocks_override", "block_size", "gpu_memory_utilization")
+# What a new run's log says (vllm-log probe's facts of the last run).
+LOG_KEYS = (
+    "max_num_seqs", "max_num_batched_tokens", "max_model_len", "gpu_memory_utilization",
+    "num_gpu_blocks_override", "tensor_parallel_size", "pipeline_parallel_size",
+    "chunked_prefill", "enforce_eager",
+)  # fmt: skip
+
+
+def reported(round_facts: dict[str, Any], log_facts: dict[str, Any] | None) -> dict[str, Any]:
+    """The server's self-description: ``{key: value}`` for every key it reported."""
+    server = round_facts.get("server") or {}
+    said = {f"metrics.{k}": server.get(k) for k in METRIC_KEYS if server.get(k) is not None}
+    if log_facts:
+        said.update({f"log.{k}": log_facts.get(k) for k in LOG_KEYS})
+    return said
+
+
+def differences(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any]]:
+    """Keys whose value differs (both sides known), as ``{key: [before, after]}``."""
+    return {
+        key: [before[key], after[key]]
+        for key in sorted(set(before) & set(after))
+        if before[key] is not None and after[key] is not None and before[key] != after[key]
+    }
+
+
+def parameter_name(key: str) -> str:
+    """``metrics.num_gpu_blocks_override`` -> ``num_gpu_blocks_override``."""
+    return key.split(".", 1)[1]
+
+
+def judge(declared: str, diffs: dict[str, list[Any]], observable: set[str]) -> dict[str, Any]:
+    """What the server's own description says of the declared one change.
+
+    Keys seen in both sources (metrics and log) count once. ``num_gpu_blocks`` follows from an
+    override or the memory, so it is a consequence, not a second change.
+    """
+    declared = declared.strip().lstrip("-").replace("-", "_")
+    changed = sorted({parameter_name(k) for k in diffs})
+    consequences = {"num_gpu_blocks"} if len(changed) > 1 else set()
+    causes = [name for name in changed if name not in consequences]
+    if not causes:
+        seen = declared in {parameter_name(k) for k in observable}
+        return {
+            "verdict": "not seen" if seen else "not observable",
+            "changed": [],
+            "text": (
+                f"the server still reports the same {declared}: the change did not take"
+                if seen
+                else f"the server's self-description does not include {declared}; not checked"
+            ),
+        }
+    if causes == [declared]:
+        return {"verdict": "confirmed", "changed": causes,
+                "text": f"confirmed by the server: {_describe(diffs, declared)}"}  # fmt: skip
+    return {
+        "verdict": "several" if len(causes) > 1 else "other",
+        "changed": causes,
+        "text": "the server reports "
+        + "; ".join(_describe(diffs, name) for name in causes)
+        + f" (declared: {declared})",
+    }
+
+
+def _describe(diffs: dict[str, list[Any]], name: str) -> str:
+    key = next(k for k in diffs if parameter_name(k) == name)
+    before, after = diffs[key]
+    return f"{name} {before} -> {after}"
