@@ -191,6 +191,8 @@ async def _visit(session: Session, node: Node) -> str:
     })  # fmt: skip
     visited = session.facts["visited"]
     visited[visited_key(node.id)] = visited.get(visited_key(node.id), 0) + 1
+    if node.sweep:
+        await _sweep(session)
     for question in node.ask:
         if not conditions.evaluate(question.when, session.facts, session.answers):
             continue
@@ -220,6 +222,22 @@ async def _visit(session: Session, node: Node) -> str:
     edge = next(e for e in node.next if conditions.evaluate(e.when, session.facts, session.answers))
     session.record("node_exit", node.id, {"next": edge.to})
     return edge.to
+
+
+async def _sweep(session: Session) -> None:
+    """Every rule again, over all the evidence: findings whose evidence came after their node."""
+    raised = {f["code"] for f in session.findings}
+    for other in session.playbook.nodes.values():
+        for rule in other.rules:
+            if rule.finding in raised or other.sweep:
+                continue
+            if conditions.evaluate(rule.when, session.facts, session.answers):
+                raised.add(rule.finding)
+                session.record("note", other.id, {"text": (
+                    f"{rule.finding} found on the closing sweep: its evidence came after "
+                    f"{other.id} ran (or that step was not on this walk's route)"
+                )})  # fmt: skip
+                await _finding(session, other, session.playbook.findings[rule.finding])
 
 
 async def _probe(

@@ -74,6 +74,10 @@ class Node:
     probes: tuple[ProbeCall, ...] = ()
     rules: tuple[Rule, ...] = ()
     next: tuple[Edge, ...] = ()
+    # Before this node's own work, every rule of the playbook is evaluated again over all the
+    # evidence gathered, so that a finding does not depend on the route (its node ran before its
+    # evidence existed, or was skipped).
+    sweep: bool = False
 
 
 @dataclass(frozen=True)
@@ -220,7 +224,7 @@ def _node(node_id: str, body: Any, where: Path_, errors: _Collector) -> Node | N
     if not isinstance(body, dict):
         errors.add(where, f"node '{node_id}' must be a mapping")
         return None
-    known = {"stage", "title", "explain", "covers", "measure", "ask", "probes", "rules", "next"}
+    known = {"stage", "title", "explain", "covers", "measure", "ask", "probes", "rules", "next", "sweep"}
     for key in set(body) - known:
         errors.add((*where, key), f"node '{node_id}': unknown key '{key}'")
     for key in ("stage", "title", "explain"):
@@ -279,6 +283,7 @@ def _node(node_id: str, body: Any, where: Path_, errors: _Collector) -> Node | N
         title=_text(body.get("title"), (*where, "title"), errors, f"node '{node_id}' title"),
         explain=_text(body.get("explain"), (*where, "explain"), errors, f"node '{node_id}' explain"),
         covers=tuple(str(c) for c in covers), measure=bool(body.get("measure", False)),
+        sweep=bool(body.get("sweep", False)),
         ask=tuple(questions), probes=tuple(probes), rules=tuple(rules), next=tuple(edges),
     )  # fmt: skip
 
