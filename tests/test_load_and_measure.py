@@ -18,6 +18,7 @@ from wizard.measure import (
     MeasurementSpec,
     compare,
     compare_values,
+    noise_band,
     percentile,
 )
 from wizard.probes.load import LoadResult, run_load
@@ -61,10 +62,10 @@ def test_compare_values_verdicts() -> None:
     same = [100 + rng.gauss(0, 3) for _ in range(30)]
     assert compare_values("ttft_ms", base, faster).verdict == "improved"
     assert compare_values("ttft_ms", base, slower).verdict == "regressed"
-    assert compare_values("ttft_ms", base, same).verdict == "no significant change"
+    assert compare_values("ttft_ms", base, same).verdict == "within noise"
     tiny = [v + 2 for v in base]  # consistent but below the 5 % practical threshold
-    assert compare_values("ttft_ms", base, tiny).verdict == "no significant change"
-    assert compare_values("ttft_ms", [1.0, 2.0], [3.0, 4.0]).verdict == "insufficient data"
+    assert compare_values("ttft_ms", base, tiny).verdict == "within noise"
+    assert compare_values("ttft_ms", [1.0, 2.0], [3.0, 4.0]).verdict == "inconclusive"
     result = compare_values("ttft_ms", base, faster)
     assert result.ci_low_ms is not None and result.ci_high_ms is not None
     assert result.ci_low_ms <= result.change_ms <= result.ci_high_ms  # type: ignore[operator]
@@ -103,10 +104,35 @@ def test_compare_real_measurements(sim_factory: SimFactory) -> None:
     spec = spec_for("same-path")
     first = load(healthy.url, concurrency=2, requests=10).measurement(spec)
     second = load(healthy.url, concurrency=2, requests=10).measurement(spec)
+    third = load(healthy.url, concurrency=2, requests=10).measurement(spec)
     slow = load(pcie.url, concurrency=2, requests=10).measurement(spec)
-    verdicts = {c.segment: c.verdict for c in compare(first, second)}
-    assert verdicts["tpot_ms"] == "no significant change"
-    assert {c.segment: c.verdict for c in compare(first, slow)}["tpot_ms"] == "regressed"
+    # The A/A pair calibrates the band; nothing changed before the third round, so no verdict
+    # may claim a change (on a busy machine an honest "inconclusive" is allowed, never improved).
+    bands = {
+        segment: noise_band(first.values[segment], second.values[segment]) or 0.0
+        for segment in ("ttft_ms", "tpot_ms", "itl_ms")
+    }
+    verdicts = {c.segment: c.verdict for c in compare(first, third, bands)}
+    assert verdicts["tpot_ms"] in ("within noise", "inconclusive"), verdicts
+    assert {c.segment: c.verdict for c in compare(first, slow, bands)}["tpot_ms"] == "regressed"
+
+
+def test_the_noise_band_and_inconclusive() -> None:
+    rng = random.Random(2)
+    base = [100 + rng.gauss(0, 3) for _ in range(30)]
+    ten_percent = [v * 1.10 for v in base]
+    assert compare_values("tpot_ms", base, ten_percent).verdict == "regressed"
+    # A server whose A/A pair moved by 15 % cannot show a 10 % change.
+    assert compare_values("tpot_ms", base, ten_percent, noise=0.15).verdict == "within noise"
+    # An interval that straddles the band's edge claims nothing either way.
+    wide = [100 * (1.05 + rng.gauss(0, 0.08)) for _ in range(8)]
+    result = compare_values("tpot_ms", base, wide)
+    assert result.ci_low_rel is not None and result.ci_low_rel < 0.05 < result.ci_high_rel  # type: ignore[operator]
+    assert result.verdict == "inconclusive"
+    # A tiny but certain change (CI of [-0.5, -0.4] ms on 100 ms) is within noise, said with its band.
+    tiny = [v - 0.45 for v in base]
+    within = compare_values("tpot_ms", base, tiny)
+    assert within.verdict == "within noise" and within.noise_band == 0.05
 
 
 def _load_beside(hog: Callable[[], Awaitable[None]], url: str) -> LoadResult:

@@ -224,10 +224,30 @@ def verdict(direct: str, via: str, input_tokens: int = 16, timeout: float = 30.0
     return aio.run(compare_paths(direct, via, spec, repeat=3, timeout_s=timeout))
 
 
+@pytest.fixture(scope="module")
+def h11_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
+    """An upstream that answers nginx's HTTP/1.0 close-delimited (uvicorn forced to h11)."""
+    from tests.conftest import start_sim
+
+    sim = start_sim(tmp_path_factory.mktemp("h11"), "--http", "h11")
+    yield sim
+    sim.stop()
+
+
 @requires_nginx
-def test_nginx_defaults_buffer(healthy_sim: SimProcess) -> None:
+def test_stock_nginx_passes_a_chunked_upstream_event_by_event(healthy_sim: SimProcess) -> None:
+    """As with a stock vLLM (uvicorn with httptools answers HTTP/1.0 with a chunked body):
+    proxy_buffering on does not batch the stream, so there is no proxy cause."""
     with Nginx(healthy_sim.url) as nginx:
         report = verdict(healthy_sim.url, nginx.url)
+    assert not report["buffering_suspected"] and not report["whole_stream_held"]
+    assert report["verdict"] == "the proxy passes events through as they come"
+
+
+@requires_nginx
+def test_nginx_defaults_buffer(h11_sim: SimProcess) -> None:
+    with Nginx(h11_sim.url) as nginx:
+        report = verdict(h11_sim.url, nginx.url)
     assert (
         report["buffering_suspected"]
         and not report["whole_stream_held"]
@@ -275,10 +295,10 @@ def test_read_timeout_shorter_than_a_stall_cuts_the_stream(sim_factory: SimFacto
 
 
 @requires_nginx
-def test_probe_proxy_cli(healthy_sim: SimProcess) -> None:
-    with Nginx(healthy_sim.url) as nginx:
+def test_probe_proxy_cli(h11_sim: SimProcess) -> None:
+    with Nginx(h11_sim.url) as nginx:
         result = subprocess.run(
-            wizard_command("probe", "proxy", "--direct", healthy_sim.url, "--via", nginx.url, "--json"),
+            wizard_command("probe", "proxy", "--direct", h11_sim.url, "--via", nginx.url, "--json"),
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
     assert result.returncode == 1

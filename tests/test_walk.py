@@ -237,8 +237,37 @@ def test_a_step_naming_two_parameters_is_refused(sim_factory: SimFactory, tmp_pa
     assert_walk_exit(result, path)
     events = transcript.load(path).events
     notes = [e["data"]["text"] for e in events if e["type"] == "note"]
-    assert any("names more than one parameter; one change per round" in n for n in notes)
+    assert any("is not one parameter name; one change per round" in n for n in notes)
     assert not [e for e in events if e["type"] == "change"]
+
+
+@pytest.mark.parametrize(
+    ("parameter", "after"),
+    [
+        ("gpu_memory_utilization, max_num_seqs", "0.95"),
+        ("gpu_memory_utilization;max_num_seqs", "0.95"),  # passed the old substring guard
+        ("gpu_memory_utilization+max_num_seqs", "0.95"),  # passed the old substring guard
+        ("gpu_memory_utilization and max_num_seqs", "0.95"),
+        ("gpu_memory_utilization", "0.95 --max-num-seqs 64"),  # two flags in one value
+        ("proxy_buffering", "off; gzip off"),  # two directives in one value
+        ("max_num_seqs", "8 and 16"),
+    ],
+)
+def test_one_change_guard_refuses_every_way_of_naming_two(parameter: str, after: str) -> None:
+    from wizard.changes import more_than_one_change
+
+    assert more_than_one_change(parameter, after)
+
+
+@pytest.mark.parametrize(
+    ("parameter", "after"),
+    [("max_num_seqs", "8"), ("--max-num-seqs", "8"), ("gzip_types", "text/html text/plain"),
+     ("proxy_buffering", "off;"), ("VLLM_CPU_KVCACHE_SPACE", "2")],
+)  # fmt: skip
+def test_one_change_guard_accepts_one(parameter: str, after: str) -> None:
+    from wizard.changes import more_than_one_change
+
+    assert more_than_one_change(parameter, after) is None
 
 
 def test_chinese_walk(sim_factory: SimFactory, tmp_path: Path) -> None:

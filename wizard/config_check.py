@@ -27,8 +27,17 @@ def reported(round_facts: dict[str, Any], log_facts: dict[str, Any] | None) -> d
     server = round_facts.get("server") or {}
     said = {f"metrics.{k}": server.get(k) for k in METRIC_KEYS if server.get(k) is not None}
     if log_facts:
-        said.update({f"log.{k}": log_facts.get(k) for k in LOG_KEYS})
+        # A run's `non-default args` leave out what is at its default: absent is "default", so a
+        # flag given in only one of two runs of the same server is a difference.
+        said.update({f"log.{k}": _or_default(log_facts.get(k)) for k in LOG_KEYS})
     return said
+
+
+DEFAULT = "(default)"
+
+
+def _or_default(value: Any) -> Any:
+    return DEFAULT if value is None else value
 
 
 def differences(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any]]:

@@ -181,11 +181,19 @@ def markdown(report: dict[str, Any]) -> str:
             "|---|---|---|---|---|---|---|---|",
         ]
         for change in report["changes"]:
+            evidence = change.get("verdict")
+            if evidence:  # the cause's own evidence first, then the latency segments
+                out.append(f"| {change['parameter']} | {change['before']} | {change['after']} | "
+                           f"{evidence['round']} | {evidence['code']}: {evidence['evidence']} | | | "
+                           f"**{evidence['verdict']}** |")  # fmt: skip
             for comparison in change["effect"]:
                 for s in comparison["segments"]:
+                    verdict = (
+                        "expected (the finding predicted it)" if s.get("expected") else s["verdict"]
+                    )
                     out.append(f"| {change['parameter']} | {change['before']} | {change['after']} | "
                                f"{comparison['against']} | {s['segment']} | {_ms(s['before_p50'])} | "
-                               f"{_ms(s['after_p50'])} | {s['verdict']} |")  # fmt: skip
+                               f"{_ms(s['after_p50'])} | {verdict} |")  # fmt: skip
     else:
         out.append("None.")
     out += ["", "## Findings", ""]
