@@ -63,6 +63,8 @@ def test_demo_finds_and_fixes_nginx_buffering(tmp_path: Path) -> None:
     host, log = rounds["host"], rounds["vllmlog"]
     assert host["source"] == "evidence" and host["physical_cores"] == 32
     assert log["available"] and log["kv_cache_tokens"] and log["startup_s"] is not None
+    # The demo says why its nginx batches: its upstream answers close-delimited (--http h11).
+    assert "upstream:  the simulator runs with --http h11" in result.stdout
     assert f"transcript: {path}" in result.stdout
     assert f"latency-wizard export {path} --format md" in result.stdout
     assert not leftover_processes("latency-wizard-nginx-") and not leftover_processes(
@@ -74,7 +76,8 @@ def test_demo_applies_a_vllm_change_by_restarting_the_simulator(tmp_path: Path) 
     result, path = demo(tmp_path, "--scenario", "kv-pressure", "--no-nginx")
     assert result.returncode == 0, result.stderr
     change = events_of(path, "change")[0]["data"]
-    assert change["parameter"] == "gpu_memory_utilization" and change["after"] == "0.95"
+    # The scenario runs at 0.73; the proposal raises it by 0.05 from the value the server reports.
+    assert change["parameter"] == "gpu_memory_utilization" and change["after"] == "0.78"
     assert change["restarted"] is True
     rounds = {
         e["data"]["round"]: e["data"]["facts"]
@@ -106,13 +109,17 @@ def test_demo_without_nginx_says_so_and_unknown_scenario_fails_fast(tmp_path: Pa
 @pytest.mark.parametrize(
     ("sim_args", "directives", "with_conf", "expected"),
     [
+        # A stock vLLM's framing (httptools: chunked to nginx's HTTP/1.0 request) behind a stock
+        # nginx: the events pass through, so buffering is no cause (facts/real-vllm.md).
+        ((), {}, False, set()),
         ((), {"gzip": "on", "gzip_types": "text/event-stream"}, False, {"proxy_gzip_buffering"}),
         ((), {"proxy_buffering": "off"}, False, set()),
         (("--x-accel-buffering-no",), {}, False, set()),
         (("--max-num-batched-tokens", "64", "--max-num-seqs", "64"),
          {"proxy_buffering": "off", "proxy_read_timeout": "1s"}, True, {"proxy_read_timeout"}),
     ],
-    ids=["gzip-with-buffering", "buffering-off", "x-accel-buffering-no", "read-timeout-below-ttft"],
+    ids=["stock-framing-passes-through", "gzip-with-buffering", "buffering-off", "x-accel-buffering-no",
+         "read-timeout-below-ttft"],
 )  # fmt: skip
 def test_run_auto_through_nginx_variants(
     sim_factory: Any, tmp_path: Path, sim_args: tuple[str, ...], directives: dict[str, str], with_conf: bool,
@@ -129,12 +136,16 @@ def test_run_auto_through_nginx_variants(
                            "--transcript", str(path), *conf),
             capture_output=True, text=True, timeout=600,
         )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    # Exit 3: the walk completed and the variant's cause remains (nothing was applied).
+    assert result.returncode == (3 if expected else 0), result.stderr
     found = {e["data"]["cause"] for e in events_of(path, "finding")}
     # Informational and environmental causes may come along; the variant's own cause must be exact.
+    # The read-timeout variant's 64-token budget also makes requests wait for the engine.
+    extra = {"queue_saturation"} if "proxy_read_timeout" in expected else set()
     assert expected <= found and found - expected <= {
         "client_saturated",
         "proxy_upstream_keepalive",
+        *extra,
     }, found
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import SimProcess
+from tests.conftest import SimProcess, wizard_command
 from wizard.sim.metrics import ITL_BUCKETS, TTFT_BUCKETS
 
 SimFactory = Callable[..., SimProcess]
@@ -66,7 +68,9 @@ def test_current_metric_names_types_and_labels(sim_factory: SimFactory) -> None:
     assert "vllm:iteration_tokens_total_bucket{" in raw
     assert "vllm:gpu_cache_usage_perc" not in raw  # removed in current vLLM
     for family in found.values():
-        if family.name.startswith("vllm:") and family.name != "vllm:cache_config_info":
+        if family.name.startswith("vllm:") and not family.name.startswith(
+            ("vllm:cache_config_info", "vllm:admission_rejections")  # frontend: no engine label
+        ):
             for sample in family.samples:
                 assert sample.labels["model_name"] == MODEL
                 assert sample.labels["engine"] == "0"
@@ -81,7 +85,7 @@ def test_current_metric_names_types_and_labels(sim_factory: SimFactory) -> None:
     assert counts["vllm:generation_tokens_total"] == 15
     assert counts["vllm:prompt_tokens_total"] == 12
     success = [s for s in found["vllm:request_success"].samples if s.name.endswith("_total")]
-    assert {s.labels["finished_reason"]: s.value for s in success} == {"length": 3}
+    assert {s.labels["finished_reason"]: s.value for s in success if s.value} == {"length": 3}
     info = found["vllm:cache_config_info"].samples[0].labels
     assert int(info["num_gpu_blocks"]) * int(info["block_size"]) == int(
         info["kv_cache_size_tokens"]
@@ -175,3 +179,190 @@ def test_simulated_hardware_is_not_logged_as_a_vllm_argument(sim_factory: SimFac
     assert "'gpu_memory_utilization': 0.73" in args_line and "'block_size': 16" in args_line
     for knob in ("gpu_memory_gib", "interconnect", "log_stats_interval_s"):
         assert knob not in args_line, args_line
+
+
+def test_families_a_real_server_has(sim_factory: SimFactory) -> None:
+    sim = sim_factory()
+    generate(sim, n=2, max_tokens=3)
+    response = httpx.get(sim.url + "/v1/models")
+    assert response.status_code == 200
+    metrics = httpx.get(sim.url + "/metrics")
+    assert metrics.headers["content-type"] == "text/plain; version=1.0.0; charset=utf-8"
+    found = families(sim)
+    labels = {name: {k for s in f.samples for k in s.labels} for name, f in found.items()}
+    # The API server's process and the HTTP instrumentator, as on a real vLLM.
+    for name in ("process_cpu_seconds", "process_resident_memory_bytes", "python_info"):
+        assert name in found, name
+    assert labels["http_requests"] == {"handler", "method", "status"}
+    statuses = {s.labels["status"] for s in found["http_requests"].samples}
+    assert statuses == {"2xx"}  # grouped by class, as prometheus-fastapi-instrumentator does
+    handlers = {s.labels["handler"] for s in found["http_requests"].samples}
+    assert handlers == {"/v1/completions", "/v1/models"}  # /metrics and /health are left out
+    assert labels["http_request_duration_seconds"] == {"handler", "method", "le"}
+    assert labels["http_request_duration_highr_seconds"] == {"le"}
+    assert found["http_request_size_bytes"].type == "summary"
+    # Prefix cache and waiting reasons: queried tokens counted, no hits modelled.
+    counts = {s.name: s.value for f in found.values() for s in f.samples}
+    assert counts["vllm:prefix_cache_queries_total"] == counts["vllm:prompt_tokens_total"] == 8
+    assert counts["vllm:prefix_cache_hits_total"] == 0
+    reasons = {s.labels["reason"] for s in found["vllm:num_requests_waiting_by_reason"].samples}
+    assert reasons == {"capacity", "deferred"}
+    success = {s.labels["finished_reason"] for s in found["vllm:request_success"].samples}
+    assert success == {"stop", "length", "abort", "error", "repetition"}  # present from the start
+    info = found["vllm:cache_config_info"].samples[0].labels
+    assert len(info) == 37 and info["engine"] == "0"
+    for key in ("num_gpu_blocks_override", "kv_cache_memory_bytes", "block_size",
+                "enable_prefix_caching", "gpu_memory_utilization"):  # fmt: skip
+        assert key in info, key
+    assert (info["block_size"], info["num_gpu_blocks_override"]) == ("64", "None")
+
+
+# As the real tier runs vLLM: VLLM_CPU_KVCACHE_SPACE=1, max_model_len 2048, a served name.
+CPU = ("--device", "cpu", "--model", "/models/tiny", "--served-model-name", "tiny",
+       "--max-model-len", "2048", "--load-format", "dummy", "--cpu-kvcache-space", "1")  # fmt: skip
+
+
+def test_cpu_device_writes_what_vllm_032_on_cpu_writes(sim_factory: SimFactory) -> None:
+    sim = sim_factory(*CPU, "--log-stats-interval", "0.3")
+    generate_tiny(sim)
+    import time
+
+    time.sleep(0.8)
+    log = raw_log(sim.log_file)  # the banner's lines end in a carriage return, as vLLM's do
+    expected = [
+        r"\(APIServer pid=\d+\) INFO \S+ \S+ \[api_utils\.py:347\]  ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0\.32\.0\r",
+        r"model   /models/tiny\r",
+        r"\[api_utils\.py:286\] non-default args: \{'host': '127\.0\.0\.1', 'port': 0, 'model': "
+        r"'/models/tiny', 'max_model_len': 2048, 'served_model_name': \['tiny'\], 'load_format': 'dummy'\}",
+        r"\[model\.py:2152\] Using max model len 2048",
+        r"\(EngineCore pid=\d+\) INFO .*Initializing a V1 LLM engine \(v0\.32\.0\) with config: "
+        r"model='/models/tiny'.*device_config=cpu.*served_model_name=tiny",
+        r"\(Worker pid=\d+\) INFO .*\[cpu_model_runner\.py:68\] Starting to load model /models/tiny\.\.\.",
+        r"\[base_loader\.py:82\] Initializing model took \d+\.\d{6} seconds",
+        r"\[cpu_model_runner\.py:87\] Warming up model for the compilation\.\.\.",
+        r"\[cpu_model_runner\.py:91\] Warming up done\.",
+        r"\[cpu_worker\.py:260\] Explicitly set \(1\.0/7\.71\) GiB for KV cache on node 0\.",
+        r"\[kv_cache_utils\.py:2327\] CPU KV cache size: 8,192 tokens, Maximum concurrency for 2,048 "
+        r"tokens per request: 4\.00x",
+        r"\[core\.py:402\] init engine \(profile, create kv cache, warmup model\) took \d+\.\d\d s",
+        r"\[entry\.py:140\] Starting vLLM server on http://127\.0\.0\.1:\d+",
+        r"\[launcher\.py:186\] Available routes are:",
+        r"\[loggers\.py:335\] Engine 000: Avg prompt throughput: \d+\.\d tokens/s, Avg generation "
+        r"throughput: \d+\.\d tokens/s, Running: \d+ reqs, Waiting: \d+ reqs, CPU KV cache usage: "
+        r"\d+\.\d%, Prefix cache hit rate: 0\.0%\n",
+    ]
+    position = 0
+    for pattern in expected:  # present, and in vLLM's order
+        match = re.compile(pattern).search(log, position)
+        assert match, pattern
+        position = match.start()
+    for absent in ("GPU KV cache", "Preemptions:", "Chunked prefill is enabled", "Model loading took",
+                   "Graph capturing", "Loading weights took"):  # fmt: skip
+        assert absent not in log, absent
+    assert httpx.get(sim.url + "/version").json() == {"version": "0.32.0"}
+    info = families(sim)["vllm:cache_config_info"].samples[0].labels
+    assert (info["block_size"], info["gpu_memory_utilization"], info["enable_prefix_caching"]) == (
+        "128", "0.92", "True",
+    )  # fmt: skip
+    assert info["kv_cache_memory_bytes"] == str(1024**3)
+
+
+def raw_log(path: Path) -> str:
+    """A log file's text with its carriage returns kept."""
+    return path.read_bytes().decode("utf-8")
+
+
+def failed_start(tmp_path: Path, *args: str) -> str:
+    """Run a simulator that must refuse to start; return its log."""
+    log_file = tmp_path / "vllm.log"
+    result = subprocess.run(
+        wizard_command("sim", "--port", "0", "--quiet", "--log-file", str(log_file), *args),
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1  # the CLI says why in one line
+    return raw_log(log_file)
+
+
+def generate_tiny(sim: SimProcess) -> None:
+    body = {"model": "tiny", "prompt": "a b c d", "max_tokens": 30, "ignore_eos": True}
+    assert httpx.post(sim.url + "/v1/completions", json=body, timeout=30).status_code == 200
+
+
+def test_cpu_block_override_and_preemption_stay_out_of_the_stats_line(
+    sim_factory: SimFactory,
+) -> None:
+    # 17 blocks of 128: one is vLLM's null block, 16 hold one request of 2,048 tokens.
+    sim = sim_factory(*CPU, "--enforce-eager", "--num-gpu-blocks-override", "17",
+                      "--log-stats-interval", "0.3")  # fmt: skip
+    log = sim.log()
+    assert "'enforce_eager': True" in log and "'num_gpu_blocks_override': 17}" in log
+    assert re.search(r"\[kv_cache_utils\.py:2619\] Overriding num_gpu_blocks=64 with "
+                     r"num_gpu_blocks_override=17\n", log)  # fmt: skip
+    assert (
+        "CPU KV cache size: 2,176 tokens, Maximum concurrency for 2,048 tokens per request: 1.06x"
+        in log
+    )
+    assert "Warming up" not in log  # no compile warm-up with --enforce-eager
+    info = families(sim)["vllm:cache_config_info"].samples[0].labels
+    assert (info["num_gpu_blocks"], info["num_gpu_blocks_override"]) == ("17", "17")
+    assert info["kv_cache_max_concurrency"] == "1.0625"
+
+    async def crowd() -> None:
+        import asyncio
+
+        async with httpx.AsyncClient(timeout=60) as client:
+            body = {"model": "tiny", "prompt": "w " * 500, "max_tokens": 300, "ignore_eos": True}
+            await asyncio.gather(*(client.post(sim.url + "/v1/completions", json=body)
+                                   for _ in range(6)))  # fmt: skip
+
+    import asyncio
+    import time
+
+    asyncio.run(crowd())
+    time.sleep(0.5)
+    counts = {s.name: s.value for f in families(sim).values() for s in f.samples}
+    assert counts["vllm:num_preemptions_total"] > 0  # preempting, as the real server does
+    stats = [line for line in sim.log().splitlines() if "Engine 000:" in line]
+    assert stats and not any("Preemptions" in line for line in stats)  # 0.32 never logs them
+
+
+def test_cpu_kv_cache_too_small_fails_like_032(tmp_path: Path) -> None:
+    log = failed_start(tmp_path, *CPU, "--num-gpu-blocks-override", "16")
+    assert "Overriding num_gpu_blocks=64 with num_gpu_blocks_override=16" in log
+    assert re.search(
+        r"\(EngineCore pid=\d+\) ERROR \S+ \S+ \[core\.py:1510\] EngineCore failed to start\.", log
+    )
+    assert re.search(
+        r"\(EngineCore pid=\d+\) ERROR .* ValueError: To serve at least one request with the "
+        r"model's max seq len \(2048\), .* the estimated maximum model length is 1920\. Try increasing "
+        r"`gpu_memory_utilization` \(which also controls CPU memory on the CPU backend\)", log)  # fmt: skip
+    assert log.rstrip().endswith(
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+        "proc(s): {'EngineCore': 1}"
+    )
+    assert "CPU KV cache size" not in log and "Starting vLLM server" not in log
+
+
+def test_cpu_chunked_prefill_refusal_is_a_pydantic_error(tmp_path: Path) -> None:
+    log = failed_start(
+        tmp_path, *CPU, "--no-enable-chunked-prefill", "--max-num-batched-tokens", "512"
+    )
+    assert "'max_num_batched_tokens': 512, 'enable_chunked_prefill': False}" in log
+    assert (
+        "[arg_utils.py:3005] This model does not officially support disabling chunked prefill."
+        in log
+    )
+    tail = log.rstrip().splitlines()[-3:]
+    assert (
+        tail[0]
+        == "pydantic_core._pydantic_core.ValidationError: 1 validation error for SchedulerConfig"
+    )
+    assert tail[1].startswith(
+        "  Value error, max_num_batched_tokens (512) is smaller than max_model_len (2048). "
+    )
+    assert (
+        tail[2]
+        == "    For further information visit https://errors.pydantic.dev/2.14/v/value_error"
+    )
+    assert "EngineCore" not in log  # the API server refuses before any engine core exists

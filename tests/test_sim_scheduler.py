@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wizard.errors import ConfigError
-from wizard.sim.config import SimConfig, resolve
+from wizard.sim.config import SimConfig, StartupError, resolve
 from wizard.sim.scheduler import Scheduler, SimRequest
 from wizard.sim.steptime import step_time_ms
 
@@ -176,3 +176,41 @@ def test_resolve_refuses_like_vllm(config: SimConfig, message: str) -> None:
 def test_chunked_prefill_off_with_enough_budget_starts() -> None:
     resolved = resolve(SimConfig(enable_chunked_prefill=False))
     assert resolved.max_num_batched_tokens == 8192  # raised to max(max_model_len, default)
+
+
+def test_cpu_device_resolves_like_vllm_032_on_cpu() -> None:
+    resolved = resolve(SimConfig(device="cpu", max_model_len=2048, cpu_kvcache_space_gib=1))
+    # 128-token blocks; 2048 tokens / 128 sequences; 1 GiB of KV cache (VLLM_CPU_KVCACHE_SPACE).
+    assert (resolved.block_size, resolved.max_num_batched_tokens, resolved.max_num_seqs) == (
+        128, 2048, 128,
+    )  # fmt: skip
+    assert resolved.kv_cache_memory_bytes == 1024**3
+    assert resolved.num_gpu_blocks == 1024**3 // (131072 * 128)
+    assert resolved.usable_blocks == resolved.num_gpu_blocks - 1  # the null block
+    assert resolved.num_gpu_blocks_from_memory is None  # nothing overridden
+    overridden = resolve(
+        SimConfig(device="cpu", max_model_len=2048, num_gpu_blocks=17, cpu_kvcache_space_gib=1)
+    )
+    assert (overridden.kv_cache_tokens, overridden.num_gpu_blocks_from_memory) == (2176, 64)
+    assert round(overridden.max_concurrency, 4) == 1.0625
+    assert resolve(SimConfig(device="cpu", max_model_len=2048, block_size=16)).block_size == 16
+    # The default model and length start: 4 GiB hold 256 blocks of 128 tokens.
+    assert resolve(SimConfig(device="cpu")).kv_cache_tokens == 32768
+
+
+def test_cpu_device_refusals_and_where_they_happen() -> None:
+    # vLLM needs max_model_len / block_size + 1 blocks: 16 of 128 cannot serve 2,048 tokens.
+    with pytest.raises(StartupError) as caught:
+        resolve(
+            SimConfig(device="cpu", max_model_len=2048, num_gpu_blocks=16, cpu_kvcache_space_gib=1)
+        )
+    assert caught.value.stage == "engine_core" and caught.value.blocks_from_memory == 64
+    assert "the estimated maximum model length is 1920. Try increasing `gpu_memory_utilization` " \
+           "(which also controls CPU memory on the CPU backend)" in str(caught.value)  # fmt: skip
+    with pytest.raises(StartupError) as refused:
+        resolve(SimConfig(device="cpu", max_model_len=2048, enable_chunked_prefill=False,
+                          max_num_batched_tokens=512))  # fmt: skip
+    assert refused.value.stage == "api_server"
+    assert str(refused.value).startswith(
+        "max_num_batched_tokens (512) is smaller than max_model_len (2048)."
+    )

@@ -2,6 +2,10 @@
 with nginx's default buffering (the classic fault). It is also an Applier: the demo owns both
 processes, so it can apply a proposed change for real (restart the simulator with the new flag,
 reload nginx with the new directive) and the walk can measure the effect.
+
+The simulator runs with ``--http h11``: it answers nginx's HTTP/1.0 upstream request with a
+close-delimited body, which is where nginx's default ``proxy_buffering on`` really holds SSE events
+back. A stock vLLM (uvicorn with httptools) answers chunked, and nginx then passes events through.
 """
 
 from __future__ import annotations
@@ -28,6 +32,13 @@ SIM_FLAGS = {
     "max_model_len": "--max-model-len",
 }
 NGINX_DEFAULTS = {"proxy_buffering": "on", "proxy_read_timeout": "60s", "gzip_types": "text/html"}
+# The upstream framing under which nginx's default buffering batches a stream (see above).
+SIM_HTTP = "h11"
+UPSTREAM_NOTE = (
+    "the simulator runs with --http h11: it answers nginx's HTTP/1.0 request close-delimited, "
+    "which nginx's default proxy_buffering holds back in bursts; a stock vLLM (httptools) answers "
+    "chunked and nginx passes its events through"
+)
 
 
 class DemoStack:
@@ -67,7 +78,7 @@ class DemoStack:
     def _start_sim(self) -> None:
         command = [sys.executable, "-m", "wizard", "sim", "--port", str(self.port), "--quiet",
                    "--scenario", self.scenario, "--log-file", str(self.sim_log),
-                   "--host-evidence", str(self.host_evidence)]  # fmt: skip
+                   "--host-evidence", str(self.host_evidence), "--http", SIM_HTTP]  # fmt: skip
         for name, value in self.sim_flags.items():
             command += [SIM_FLAGS[name], value]
         self.sim = subprocess.Popen(

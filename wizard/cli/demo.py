@@ -11,7 +11,12 @@ with nginx's default buffering (the classic "the model is slow" that is not the 
 the whole diagnosis against both, apply the proposed changes to the demo's own processes, and
 write the transcript. Every process the demo started is stopped at the end, on errors and on Ctrl-C.
 Without nginx the walk runs without the proxy leg. On a terminal the walk asks its questions;
-without one (or with --auto) it answers with evidence and defaults."""
+without one (or with --auto) it answers with evidence and defaults.
+
+The simulator runs with --http h11, so it answers nginx's HTTP/1.0 upstream request with a
+close-delimited body: that is where nginx's default proxy_buffering really batches a stream. A
+stock vLLM (uvicorn with httptools) answers chunked, and a stock nginx then passes its events
+through one by one."""
 
 
 def register(subparsers: Any) -> None:
@@ -42,7 +47,7 @@ def demo_command(args: argparse.Namespace) -> int:
 
     from wizard import playbook
     from wizard.cli.run import _create, default_language, default_transcript_path, execute
-    from wizard.demo import DemoStack
+    from wizard.demo import UPSTREAM_NOTE, DemoStack
     from wizard.operator import AutoOperator, InteractiveOperator, ScriptedOperator
     from wizard.render import console
     from wizard.sim.scenarios import get_scenario
@@ -66,6 +71,7 @@ def demo_command(args: argparse.Namespace) -> int:
                 f"nginx:     {stack.nginx.url}  (nginx's defaults: proxy_buffering on)",
                 soft_wrap=True,
             )
+            screen.print(f"upstream:  {UPSTREAM_NOTE}", soft_wrap=True)
         elif not args.no_nginx:
             screen.print(
                 "nginx is not installed: walking without the proxy leg (Debian: apt-get install nginx)"

@@ -10,13 +10,16 @@ from typing import Any
 
 HELP = "serve the vLLM behaviour simulator (OpenAI API, /metrics, vLLM logs)"
 DESCRIPTION = """\
-Serve a simulator that behaves like vLLM 0.34 wherever a latency diagnosis looks: the OpenAI-
-compatible API with vLLM's SSE framing, /metrics with vLLM's names, vLLM's log lines, and an
+Serve a simulator that behaves like vLLM wherever a latency diagnosis looks: the OpenAI-compatible
+API with vLLM's HTTP and SSE framing, /metrics with vLLM's names, vLLM's log lines, and an
 engine-step scheduler (running requests first, chunked prefill, KV blocks, RECOMPUTE preemption)
 so that queueing, preemption and TTFT/ITL trade-offs emerge from the configuration.
 
-Engine flags are spelled as on 'vllm serve'. A scenario presets a fault; explicit flags override it.
-Ground truth (the emission time of every token) is served at GET /sim/trace."""
+--device cuda (default) behaves like vLLM 0.34 on a GPU; --device cpu like the CPU build of
+vLLM 0.32 as measured on a real server (128-token blocks, 'CPU KV cache' lines, its banner and its
+start-up failures). Engine flags are spelled as on 'vllm serve'. A scenario presets a fault;
+explicit flags override it. Ground truth (the emission time of every token) is served at
+GET /sim/trace."""
 EPILOG = """\
 examples:
   latency-wizard sim                                  # healthy, on http://127.0.0.1:8000
@@ -30,9 +33,11 @@ VALUE_FLAGS: tuple[tuple[tuple[str, ...], str, type, str], ...] = (
     (("--max-num-batched-tokens",), "max_num_batched_tokens", int, "token budget per engine step"),
     (("--max-num-seqs",), "max_num_seqs", int, "most requests running at once"),
     (("--max-model-len",), "max_model_len", int, "longest prompt + output (default 8192)"),
-    (("--num-gpu-blocks",), "num_gpu_blocks", int, "KV-cache blocks (overrides the memory model)"),
+    (("--num-gpu-blocks-override", "--num-gpu-blocks"), "num_gpu_blocks", int,
+     "KV-cache blocks (overrides the memory model)"),
     (("--kv-cache-tokens",), "kv_cache_tokens", int, "KV-cache size in tokens (alternative to blocks)"),
-    (("--block-size",), "block_size", int, "tokens per KV block (default 64, as vLLM 0.34)"),
+    (("--block-size",), "block_size", int,
+     "tokens per KV block (default 64 as vLLM 0.34 on GPU, 128 with --device cpu)"),
     (("--tensor-parallel-size", "-tp"), "tensor_parallel_size", int, "tensor-parallel degree"),
     (("--pipeline-parallel-size", "-pp"), "pipeline_parallel_size", int, "pipeline-parallel degree"),
     (("--gpu-memory-utilization",), "gpu_memory_utilization", float,
@@ -40,6 +45,10 @@ VALUE_FLAGS: tuple[tuple[tuple[str, ...], str, type, str], ...] = (
     (("--sse-keep-alive-interval",), "sse_keep_alive_interval", float,
      "seconds between ': keep-alive' comments while a stream is idle (0 = off)"),
     (("--gpu-memory-gib",), "gpu_memory_gib", float, "simulated device memory (default 80)"),
+    (("--kv-bytes-per-token",), "kv_bytes_per_token", int,
+     "KV-cache bytes per token of the simulated model (default 131072, Llama-3.1-8B in bf16)"),
+    (("--cpu-kvcache-space",), "cpu_kvcache_space_gib", float,
+     "--device cpu: GiB of KV cache, vLLM's VLLM_CPU_KVCACHE_SPACE (default 4)"),
     (("--log-stats-interval",), "log_stats_interval_s", float,
      "seconds between 'Engine 000:' stats lines (VLLM_LOG_STATS_INTERVAL, default 10)"),
 )  # fmt: skip
@@ -58,7 +67,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--list-scenarios", action="store_true",
                         help="print every scenario and what a correct diagnosis finds")  # fmt: skip
-    parser.add_argument("--model", help="served model name")
+    parser.add_argument("--model", help="the model (a name or path, as on 'vllm serve')")
+    parser.add_argument("--served-model-name", dest="served_model_name",
+                        help="the name clients use (default: the model)")  # fmt: skip
     parser.add_argument("--api-key", help="require this key on /v1 paths (default: $VLLM_API_KEY)")
     parser.add_argument("--log-file", help="also write vLLM-formatted log lines to this file")
     parser.add_argument("--quiet", action="store_true", help="do not copy log lines to stderr")
@@ -74,10 +85,15 @@ def register(subparsers: Any) -> None:
         help="CUDA_VISIBLE_DEVICES in the simulated host's env (default: every GPU the layout uses)",
     )  # fmt: skip
     parser.add_argument(
-        "--http", choices=["h11", "httptools"], default="h11",
-        help="uvicorn's HTTP implementation (default h11). It changes what nginx does: h11 answers an "
-        "HTTP/1.0 proxy with a close-delimited body, which nginx 1.22 buffers; httptools answers "
-        "chunked, which nginx 1.22 forwarded event by event in our measurements",
+        "--http", choices=["auto", "httptools", "h11"], default="auto",
+        help="uvicorn's HTTP implementation (default auto = httptools, as a stock vLLM installs "
+        "it). It changes what nginx does: httptools answers an HTTP/1.0 proxy request with a "
+        "chunked body, which nginx 1.22 passes on event by event even with proxy_buffering on; "
+        "h11 answers it with a close-delimited body, which nginx 1.22 buffers",
+    )  # fmt: skip
+    parser.add_argument(
+        "--device", choices=["cuda", "cpu"],
+        help="cuda (default): vLLM 0.34 on a GPU; cpu: the CPU build of vLLM 0.32 as measured",
     )  # fmt: skip
     engine = parser.add_argument_group("engine flags (as on 'vllm serve')")
     for flags, dest, kind, text in VALUE_FLAGS:
@@ -118,6 +134,8 @@ def register(subparsers: Any) -> None:
     )
     engine.add_argument("--disable-log-stats", dest="disable_log_stats", action="store_const", const=True,
                         help="no vllm:* metrics and no stats line (as vLLM 0.34)")  # fmt: skip
+    engine.add_argument("--load-format", dest="load_format",
+                        help="accepted and logged as vLLM does (the simulator loads nothing)")  # fmt: skip
     parser.set_defaults(handler=run)
 
 
@@ -125,13 +143,49 @@ ENGINE_DESTS = (
     *(dest for _, dest, _, _ in VALUE_FLAGS),
     "enable_chunked_prefill", "enforce_eager", "chat_template", "interconnect",
     "x_accel_buffering_no", "metrics_generation", "disable_log_stats", "model",
+    "served_model_name", "load_format", "device",
 )  # fmt: skip
 
 
 # Knobs of the simulation itself (hardware, framing, env vars): a real `vllm serve` has no such
 # argument, so they stay out of the logged `non-default args`.
 NOT_VLLM_ARGS = frozenset({"gpu_memory_gib", "interconnect", "x_accel_buffering_no",
-                           "metrics_generation", "log_stats_interval_s", "chat_template"})  # fmt: skip
+                           "metrics_generation", "log_stats_interval_s", "chat_template", "device",
+                           "cpu_kvcache_space_gib", "kv_bytes_per_token"})  # fmt: skip
+# vLLM's names for the simulator's destinations, where they differ.
+VLLM_ARG_NAMES = {"num_gpu_blocks": "num_gpu_blocks_override"}
+# The order in which vLLM 0.32 lists its non-default args (its parser's order).
+VLLM_ARG_ORDER = (
+    "host", "port", "api_key", "model", "max_model_len", "enforce_eager", "served_model_name",
+    "load_format", "tensor_parallel_size", "pipeline_parallel_size", "block_size",
+    "gpu_memory_utilization", "num_gpu_blocks_override", "kv_cache_tokens",
+    "max_num_batched_tokens", "max_num_seqs", "enable_chunked_prefill", "disable_log_stats",
+    "sse_keep_alive_interval",
+)  # fmt: skip
+
+
+def logged_args(
+    config: Any, preset: dict[str, Any], overrides: dict[str, Any], api_key: str | None,
+    host: str, port: int,
+) -> dict[str, object]:  # fmt: skip
+    """The ``non-default args`` a real ``vllm serve`` would log for this simulator's flags."""
+    named = {
+        VLLM_ARG_NAMES.get(key, key): value
+        for key, value in {"model": config.model, **preset, **overrides}.items()
+        if key not in NOT_VLLM_ARGS
+    }
+    if "served_model_name" in named:
+        named["served_model_name"] = [named["served_model_name"]]
+    if config.device != "cpu":  # as before: model first, the key last
+        if api_key:
+            named["api_key"] = api_key  # logged as [REDACTED]
+        return named
+    # 0.32 lists host and port first and the key right after them (logged as ***).
+    named = {"host": host, "port": port, **named}
+    if api_key:
+        named["api_key"] = api_key
+    rank = {key: index for index, key in enumerate(VLLM_ARG_ORDER)}
+    return dict(sorted(named.items(), key=lambda item: rank.get(item[0], len(rank))))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -156,13 +210,7 @@ def run(args: argparse.Namespace) -> int:
               "(set VLLM_API_KEY to choose one)", file=sys.stderr)  # fmt: skip
     # What a user would have typed on `vllm serve` for this scenario, plus the explicit flags.
     preset = {key: value for key, value in scenario.changes.items() if key in ENGINE_DESTS}
-    non_default = {
-        key: value
-        for key, value in {"model": config.model, **preset, **overrides}.items()
-        if key not in NOT_VLLM_ARGS
-    }
-    if api_key:
-        non_default["api_key"] = api_key  # logged as [REDACTED]
+    non_default = logged_args(config, preset, overrides, api_key, args.host, args.port)
     if args.host_evidence:
         from wizard.sim import host_evidence
 

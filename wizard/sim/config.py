@@ -2,7 +2,9 @@
 
 Field names follow vLLM's ``EngineArgs`` so that a flag means the same here as on ``vllm serve``.
 ``resolve`` turns a config into the numbers the engine runs with (KV-cache size, budgets) and refuses
-a configuration the way vLLM 0.34 refuses it, with vLLM's own message.
+a configuration the way vLLM refuses it, with vLLM's own message: vLLM 0.34 on a GPU
+(``device="cuda"``), or the CPU build of vLLM 0.32 (``device="cpu"``), whose defaults, KV sizing
+and messages were measured on a real server (``facts/real-vllm.md``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,37 @@ DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
 
 Interconnect = Literal["nvlink", "pcie"]
 MetricsGeneration = Literal["v1", "v0"]
+Device = Literal["cuda", "cpu"]
+
+# vLLM 0.32's CPU backend: 128-token blocks, serve defaults of 2048 tokens / 128 sequences per
+# rank, and a KV cache of VLLM_CPU_KVCACHE_SPACE GiB (``cpu_kvcache_space_gib``; the simulator's
+# default of 4 GiB lets the default 8B model start at 8,192 tokens; the real tier runs its tiny
+# model with 1).
+CPU_BLOCK_SIZE = 128
+CUDA_BLOCK_SIZE = 64
+CPU_BATCH_DEFAULTS = (2048, 128)
+
+
+class StartupError(ConfigError):
+    """vLLM refuses to start; ``stage`` says which process refuses (it decides the log's shape).
+
+    ``api_server``: the argument checks (pydantic ``SchedulerConfig``), before any engine exists.
+    ``engine_core``: the engine core's KV-cache initialisation, after the model was loaded.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        stage: Literal["api_server", "engine_core"],
+        *,
+        kv_bytes: int | None = None,
+        blocks_from_memory: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.stage = stage
+        # What the engine core had logged before it failed (0.32 logs the KV sizing first).
+        self.kv_bytes = kv_bytes
+        self.blocks_from_memory = blocks_from_memory
 
 
 @dataclass(frozen=True)
@@ -67,12 +100,15 @@ class SimConfig:
     """Everything the simulator needs to know; ``None`` means "let the simulator decide like vLLM"."""
 
     model: str = "meta-llama/Llama-3.1-8B-Instruct"
+    served_model_name: str | None = None
+    load_format: str | None = None
+    device: Device = "cuda"
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
     max_model_len: int = 8192
     num_gpu_blocks: int | None = None
     kv_cache_tokens: int | None = None
-    block_size: int = 64
+    block_size: int | None = None
     enable_chunked_prefill: bool = True
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
@@ -86,6 +122,8 @@ class SimConfig:
     disable_log_stats: bool = False
     log_stats_interval_s: float = 10.0
     gpu_memory_gib: float = 80.0
+    cpu_kvcache_space_gib: float = 4.0
+    cpu_node_memory_gib: float = 7.71
     weights_gib: float = 15.0
     activation_peak_gib: float = 1.5
     cuda_graph_gib: float = 0.8
@@ -96,6 +134,16 @@ class SimConfig:
     def replace(self, **changes: object) -> SimConfig:
         """Return a copy with some fields changed."""
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def served_name(self) -> str:
+        """The name clients use (``--served-model-name``, else the model)."""
+        return self.served_model_name or self.model
+
+    @property
+    def vllm_version(self) -> str:
+        """The vLLM version this configuration behaves like."""
+        return "0.32.0" if self.device == "cpu" else "0.34.0"
 
 
 @dataclass(frozen=True)
@@ -111,12 +159,22 @@ class Resolved:
     gpu_memory_utilization: float
     max_concurrency: float
     load_time_s: float
+    # The blocks the memory model gave before --num-gpu-blocks(-override) replaced them.
+    num_gpu_blocks_from_memory: int | None = None
+    # Blocks the scheduler can hand out: vLLM 0.32 keeps one block back (the null block).
+    usable_blocks: int = 0
+    kv_cache_memory_bytes: int | None = None
 
 
 def resolve(config: SimConfig) -> Resolved:
-    """Apply vLLM's defaults and checks; raise ConfigError with vLLM's message when it would not start."""
+    """Apply vLLM's defaults and checks; raise StartupError with vLLM's message when it would not start."""
     _check_positive(config)
-    default_tokens, default_seqs = default_batch_limits(config.gpu_memory_gib)
+    cpu = config.device == "cpu"
+    world = config.tensor_parallel_size * config.pipeline_parallel_size
+    if cpu:
+        default_tokens, default_seqs = CPU_BATCH_DEFAULTS[0] * world, CPU_BATCH_DEFAULTS[1] * world
+    else:
+        default_tokens, default_seqs = default_batch_limits(config.gpu_memory_gib)
     max_num_seqs = config.max_num_seqs or default_seqs
     if config.max_num_batched_tokens is not None:
         budget = config.max_num_batched_tokens
@@ -125,43 +183,114 @@ def resolve(config: SimConfig) -> Resolved:
     else:
         budget = max(config.max_model_len, default_tokens)
     if not config.enable_chunked_prefill and budget < config.max_model_len:
-        raise ConfigError(
+        raise StartupError(
             f"max_num_batched_tokens ({budget}) is smaller than max_model_len "
             f"({config.max_model_len}). This effectively limits the maximum sequence length to "
             "max_num_batched_tokens and makes vLLM reject longer sequences. Please increase "
-            "max_num_batched_tokens or decrease max_model_len."
+            "max_num_batched_tokens or decrease max_model_len.",
+            "api_server",
         )
     if budget < max_num_seqs:
-        raise ConfigError(
+        raise StartupError(
             f"max_num_batched_tokens ({budget}) must be greater than or equal to "
-            f"max_num_seqs ({max_num_seqs})."
+            f"max_num_seqs ({max_num_seqs}).",
+            "api_server",
         )
+    block_size = config.block_size or (CPU_BLOCK_SIZE if cpu else CUDA_BLOCK_SIZE)
+    if cpu:
+        return _resolve_cpu(config, budget, max_num_seqs, block_size)
     utilization = config.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
-    num_blocks, kv_gib = _kv_cache_blocks(config, utilization)
-    kv_tokens = num_blocks * config.block_size
+    num_blocks, kv_gib = _kv_cache_blocks(config, utilization, block_size)
+    kv_tokens = num_blocks * block_size
     if kv_tokens < config.max_model_len:
         needed_gib = config.max_model_len * _kv_bytes_per_token_per_rank(config) / GIB
-        estimated = kv_tokens // config.block_size * config.block_size
-        raise ConfigError(
+        estimated = kv_tokens // block_size * block_size
+        raise StartupError(
             "To serve at least one request with the model's max seq len "
             f"({config.max_model_len}), ({needed_gib:.2f} GiB KV cache is needed, which is larger "
             f"than the available KV cache memory ({kv_gib:.2f} GiB). Based on the available "
             f"memory, the estimated maximum model length is {estimated}. Try increasing "
             "`gpu_memory_utilization` when initializing the engine. Decreasing `max_model_len` "
             "also reduces what is needed. See "
-            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
+            "engine_core",
         )
     load_time = config.cold_start.checkpoint_read_s * config.tensor_parallel_size
     return Resolved(
         max_num_batched_tokens=budget,
         max_num_seqs=max_num_seqs,
         num_gpu_blocks=num_blocks,
-        block_size=config.block_size,
+        block_size=block_size,
         kv_cache_tokens=kv_tokens,
         kv_cache_gib=kv_gib,
         gpu_memory_utilization=utilization,
         max_concurrency=kv_tokens / config.max_model_len,
         load_time_s=load_time,
+        usable_blocks=num_blocks,
+    )
+
+
+def format_gib(num_bytes: float) -> str:
+    """vLLM's ``format_gib``: GiB rounded to two places, as Python prints the float."""
+    return f"{round(num_bytes / GIB, 2)}"
+
+
+def _resolve_cpu(config: SimConfig, budget: int, max_num_seqs: int, block_size: int) -> Resolved:
+    """vLLM 0.32's CPU backend: the KV cache is VLLM_CPU_KVCACHE_SPACE; one block is the null block."""
+    utilization = config.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
+    per_token = _kv_bytes_per_token_per_rank(config)
+    if config.kv_cache_tokens is not None:  # the simulator's knob stands in for the memory
+        space = int(config.kv_cache_tokens // block_size * block_size * per_token)
+    else:
+        space = int(config.cpu_kvcache_space_gib * GIB)
+    from_memory = math.floor(space / (per_token * block_size))
+    num_blocks = config.num_gpu_blocks if config.num_gpu_blocks is not None else from_memory
+    available = num_blocks * block_size * per_token
+    if num_blocks <= 0:
+        raise StartupError(
+            "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+            "when initializing the engine (this flag also controls CPU memory reservation on the "
+            "CPU backend, despite its name). See "
+            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
+            "engine_core",
+        )
+    # vLLM needs max_model_len / block_size blocks plus one for a request of max_model_len
+    # (measured: 16 blocks of 128 cannot serve 2,048 tokens; the estimate is then 1,920).
+    needed_blocks = math.ceil(config.max_model_len / block_size) + 1
+    if num_blocks < needed_blocks:
+        estimated = (num_blocks - 1) * block_size
+        estimate = (
+            f"Based on the available memory, the estimated maximum model length is {estimated}. "
+            if estimated > 0
+            else ""
+        )
+        raise StartupError(
+            "To serve at least one request with the model's max seq len "
+            f"({config.max_model_len}), ({format_gib(needed_blocks * block_size * per_token)} GiB "
+            "KV cache is needed, which is larger than the available KV cache memory "
+            f"({format_gib(available)} GiB). {estimate}Try increasing `gpu_memory_utilization` "
+            "(which also controls CPU memory on the CPU backend) or decreasing `max_model_len` "
+            "when initializing the engine. See "
+            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
+            "engine_core",
+            kv_bytes=space,
+            blocks_from_memory=from_memory,
+        )
+    kv_tokens = num_blocks * block_size
+    overridden = config.num_gpu_blocks is not None
+    return Resolved(
+        max_num_batched_tokens=budget,
+        max_num_seqs=max_num_seqs,
+        num_gpu_blocks=num_blocks,
+        block_size=block_size,
+        kv_cache_tokens=kv_tokens,
+        kv_cache_gib=space / GIB,
+        gpu_memory_utilization=utilization,
+        max_concurrency=kv_tokens / config.max_model_len,
+        load_time_s=config.cold_start.checkpoint_read_s * config.tensor_parallel_size,
+        num_gpu_blocks_from_memory=from_memory if overridden else None,
+        usable_blocks=num_blocks - 1,
+        kv_cache_memory_bytes=space,
     )
 
 
@@ -170,15 +299,15 @@ def _kv_bytes_per_token_per_rank(config: SimConfig) -> float:
     return config.kv_bytes_per_token / (config.tensor_parallel_size * config.pipeline_parallel_size)
 
 
-def _kv_cache_blocks(config: SimConfig, utilization: float) -> tuple[int, float]:
+def _kv_cache_blocks(config: SimConfig, utilization: float, block_size: int) -> tuple[int, float]:
     """Return (num_gpu_blocks, KV-cache GiB per rank) from explicit sizes or the memory model."""
     per_token = _kv_bytes_per_token_per_rank(config)
     if config.num_gpu_blocks is not None:
         blocks = config.num_gpu_blocks
-        return blocks, blocks * config.block_size * per_token / GIB
+        return blocks, blocks * block_size * per_token / GIB
     if config.kv_cache_tokens is not None:
-        blocks = config.kv_cache_tokens // config.block_size
-        return blocks, blocks * config.block_size * per_token / GIB
+        blocks = config.kv_cache_tokens // block_size
+        return blocks, blocks * block_size * per_token / GIB
     ranks = config.tensor_parallel_size * config.pipeline_parallel_size
     graphs = 0.0 if config.enforce_eager else config.cuda_graph_gib
     free = (
@@ -188,12 +317,13 @@ def _kv_cache_blocks(config: SimConfig, utilization: float) -> tuple[int, float]
         - graphs
     )
     if free <= 0:
-        raise ConfigError(
+        raise StartupError(
             "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
             "when initializing the engine. See "
-            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
+            "engine_core",
         )
-    blocks = math.floor(free * GIB / per_token / config.block_size)
+    blocks = math.floor(free * GIB / per_token / block_size)
     return blocks, free
 
 
@@ -216,3 +346,5 @@ def _check_positive(config: SimConfig) -> None:
         raise ConfigError(f"gpu_memory_utilization must be in (0, 1], got {util}.")
     if config.sse_keep_alive_interval < 0:
         raise ConfigError("sse_keep_alive_interval must be >= 0.")
+    if config.cpu_kvcache_space_gib <= 0:
+        raise ConfigError(f"cpu_kvcache_space_gib must be > 0, got {config.cpu_kvcache_space_gib}.")

@@ -101,7 +101,7 @@ class Engine:
         self.scheduler = Scheduler(
             max_num_batched_tokens=resolved.max_num_batched_tokens,
             max_num_seqs=resolved.max_num_seqs,
-            num_gpu_blocks=resolved.num_gpu_blocks,
+            num_gpu_blocks=resolved.usable_blocks or resolved.num_gpu_blocks,
             block_size=resolved.block_size,
             enable_chunked_prefill=config.enable_chunked_prefill,
         )
@@ -114,6 +114,7 @@ class Engine:
         self._interval_prompt = 0
         self._interval_generated = 0
         self._interval_preemptions = 0
+        self._prefix_queried = 0
         self._tasks: list[asyncio.Task[None]] = []
 
     # -- life cycle ------------------------------------------------------------------------
@@ -133,16 +134,36 @@ class Engine:
     async def _cold_start(self) -> None:
         began = time.monotonic()
         config, resolved = self.config, self.resolved
-        await asyncio.sleep(resolved.load_time_s)
-        self.log.weights_loaded(config, resolved.load_time_s)
-        self.log.kv_cache(config, resolved)
-        if not config.enforce_eager:
-            await asyncio.sleep(config.cold_start.graph_capture_s)
-            self.log.graphs_captured(config.cold_start.graph_capture_s, config.cuda_graph_gib)
-        self.log.init_engine_took(time.monotonic() - began)
+        if config.device == "cpu":
+            await self._cold_start_cpu()
+        else:
+            await asyncio.sleep(resolved.load_time_s)
+            self.log.weights_loaded(config, resolved.load_time_s)
+            self.log.kv_cache(config, resolved)
+            if not config.enforce_eager:
+                await asyncio.sleep(config.cold_start.graph_capture_s)
+                self.log.graphs_captured(config.cold_start.graph_capture_s, config.cuda_graph_gib)
+            self.log.init_engine_took(time.monotonic() - began)
         self.ready = True
         if self.on_ready is not None:
             self.on_ready()
+
+    async def _cold_start_cpu(self) -> None:
+        """vLLM 0.32 on CPU: load, compile warm-up (unless eager), KV sizing; no CUDA graphs."""
+        config, resolved = self.config, self.resolved
+        self.log.loading_model(config)
+        await asyncio.sleep(resolved.load_time_s)
+        self.log.weights_loaded(config, resolved.load_time_s)
+        began = time.monotonic()  # 0.32's "init engine" covers what follows the load
+        if not config.enforce_eager:
+            self.log.warming_up(done=False)
+            await asyncio.sleep(config.cold_start.graph_capture_s)
+            self.log.warming_up(done=True)
+        self.log.cpu_kv_memory(config, resolved.kv_cache_memory_bytes or 0)
+        if resolved.num_gpu_blocks_from_memory is not None:
+            self.log.blocks_overridden(resolved.num_gpu_blocks_from_memory, resolved.num_gpu_blocks)
+        self.log.kv_cache(config, resolved)
+        self.log.init_engine_took(time.monotonic() - began)
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -219,6 +240,9 @@ class Engine:
         self._interval_prompt += plan.prefill_tokens
         self._interval_generated += len(outputs)
         self._interval_preemptions += len(plan.preempted)
+        for _, queried in plan.admitted:  # no prefix-cache hits are modelled
+            self.metrics.observe_prefix_query(queried)
+            self._prefix_queried += queried
         for output in outputs:
             stream = self._streams.get(output.request.request_id)
             if stream is None:
@@ -270,6 +294,7 @@ class Engine:
                 self.log.stats(
                     prompt_tps, generation_tps, len(scheduler.running), len(scheduler.waiting),
                     self._interval_preemptions, scheduler.kv_usage,
+                    0.0 if self._prefix_queried else None,
                 )  # fmt: skip
             was_idle = idle
             self._interval_prompt = self._interval_generated = self._interval_preemptions = 0

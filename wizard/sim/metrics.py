@@ -1,16 +1,33 @@
 """The simulator's ``/metrics``: vLLM's Prometheus series, in the current (v1) or old (v0) names.
 
 Names, types, help strings, labels and buckets follow vLLM 0.34 (``vllm/v1/metrics/loggers.py``,
-``buckets.py``); ``generation="v0"`` emits the 2024-era names (``gpu_cache_usage_perc``,
-``time_per_output_token_seconds``, ``num_requests_swapped``, only the ``model_name`` label) so that
-parsers can be tested on both.
+``buckets.py``) and a real vLLM 0.32 scrape, in the real server's order; ``generation="v0"`` emits
+the 2024-era names (``gpu_cache_usage_perc``, ``time_per_output_token_seconds``,
+``num_requests_swapped``, only the ``model_name`` label) so that parsers can be tested on both.
+``HttpMetrics`` is the API server's side: the process and Python collectors and the
+prometheus-fastapi-instrumentator families (``http_requests_total``, ``http_request_duration_*``).
+Families a real server has and the simulator does not are listed in
+``tests/test_real_sim_parity.py``.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    Summary,
+    generate_latest,
+)
+from prometheus_client.utils import INF
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from wizard.sim.config import MetricsGeneration
 
@@ -28,6 +45,45 @@ PHASE_BUCKETS = (
 )  # fmt: skip
 ITERATION_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 PREEMPTION_BUCKETS = (1, 2, 3, 4, 5, 10, 20)
+PARAMS_N_BUCKETS = (1, 2, 5, 10, 20)
+FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
+# prometheus-fastapi-instrumentator's defaults, as a real vLLM exposes them.
+HTTP_HIGHR_BUCKETS = (
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0,
+    7.5, 10.0, 30.0, 60.0, INF,
+)  # fmt: skip
+HTTP_BUCKETS = (0.1, 0.5, 1.0, INF)
+# vLLM's instrumentator leaves these out of its own series (and so does the simulator, with its
+# own /sim/* routes).
+HTTP_EXCLUDED = frozenset({"/metrics", "/health", "/load", "/ping", "/version", "/server_info"})
+
+
+def cache_config_labels(
+    *, block_size: int, user_block_size: bool, num_gpu_blocks: int, override: int | None,
+    gpu_memory_utilization: str, enable_prefix_caching: bool, kv_cache_memory_bytes: int | None,
+    kv_cache_size_tokens: int, kv_cache_max_concurrency: float,
+) -> dict[str, str]:  # fmt: skip
+    """The 36 ``CacheConfig`` labels of ``vllm:cache_config_info`` (plus ``engine``), as 0.32 shows
+    them for a dense attention model; only the values the simulator knows vary."""
+    return {
+        "_block_size_resolved": "True", "block_size": str(block_size), "cache_dtype": "auto",
+        "cache_hit_alignment_tokens": "None", "effective_attention_block_size": str(block_size),
+        "enable_mamba_shared_prefix_checkpoint": "False",
+        "enable_prefix_caching": str(enable_prefix_caching),
+        "gpu_memory_utilization": gpu_memory_utilization, "hash_block_size": "None",
+        "is_attention_free": "False", "kv_cache_dtype_skip_layers": "[]", "kv_cache_layout": "None",
+        "kv_cache_max_concurrency": str(kv_cache_max_concurrency),
+        "kv_cache_memory_bytes": str(kv_cache_memory_bytes),
+        "kv_cache_size_tokens": str(kv_cache_size_tokens), "kv_offloading_backend": "native",
+        "kv_offloading_size": "None", "kv_sharing_fast_prefill": "False",
+        "mamba_block_size": "None", "mamba_cache_dtype": "auto", "mamba_cache_mode": "none",
+        "mamba_page_size_padded": "None", "mamba_ssm_cache_dtype": "auto", "num_cpu_blocks": "None",
+        "num_gpu_blocks": str(num_gpu_blocks), "num_gpu_blocks_override": str(override),
+        "prefix_cache_retention_interval": "0", "prefix_caching_hash_algo": "sha256",
+        "prefix_match_unit": "None", "replayssm_buffer_len": "16", "skip_page_size_padded": "None",
+        "sliding_window": "None", "swa_bounded_replay": "True", "use_kda_recoverssm": "False",
+        "use_replayssm": "False", "user_specified_block_size": str(user_block_size),
+    }  # fmt: skip
 
 
 def one_two_five_buckets(limit: int) -> tuple[float, ...]:
@@ -73,12 +129,13 @@ class SimMetrics:
         self.generation = generation
         self.registry = CollectorRegistry(auto_describe=True)
         v1 = generation == "v1"
+        self.v1 = v1
         names = ["model_name", "engine"] if v1 else ["model_name"]
         self._labels = {"model_name": model, "engine": "0"} if v1 else {"model_name": model}
         reg = self.registry
 
-        def gauge(name: str, doc: str) -> Gauge:
-            return Gauge(name, doc, names, registry=reg)
+        def gauge(name: str, doc: str, extra: tuple[str, ...] = ()) -> Gauge:
+            return Gauge(name, doc, [*names, *extra], registry=reg)
 
         def counter(name: str, doc: str, extra: tuple[str, ...] = ()) -> Counter:
             return Counter(name, doc, [*names, *extra], registry=reg)
@@ -87,30 +144,68 @@ class SimMetrics:
             return Histogram(name, doc, names, buckets=buckets, registry=reg)
 
         token_buckets = one_two_five_buckets(max_model_len)
+        labels = self._labels
         self.running = gauge(
             "vllm:num_requests_running", "Number of requests in model execution batches."
         )
         self.waiting = gauge(
             "vllm:num_requests_waiting", "Number of requests waiting to be processed."
         )
+        self.waiting_by_reason: Gauge | None = None
+        self.prefix_queries: Counter | None = None
+        self.prefix_hits: Counter | None = None
+        self.prompt_by_source: Counter | None = None
         if v1:
+            self.waiting_by_reason = gauge(
+                "vllm:num_requests_waiting_by_reason",
+                "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for "
+                "scheduling capacity; 'deferred' = deferred by transient constraints (LoRA "
+                "budget, KV transfer, blocked status). Sum of all reasons equals "
+                "vllm:num_requests_waiting.",
+                ("reason",),
+            )
+            sleep = gauge(
+                "vllm:engine_sleep_state",
+                "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine "
+                "is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep "
+                "level 2.",
+                ("sleep_state",),
+            )
+            for state, value in (("awake", 1), ("weights_offloaded", 0), ("discard_all", 0)):
+                sleep.labels(**labels, sleep_state=state).set(value)
             self.kv_usage = gauge(
                 "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."
+            )
+            self.prefix_queries = counter(
+                "vllm:prefix_cache_queries",
+                "Prefix cache queries, in terms of number of queried tokens.",
+            )
+            self.prefix_hits = counter(
+                "vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens."
             )
         else:
             self.kv_usage = gauge(
                 "vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage."
             )
             gauge("vllm:num_requests_swapped", "Number of requests swapped to CPU.").labels(
-                **self._labels
+                **labels
             )
             gauge(
                 "vllm:cpu_cache_usage_perc", "CPU KV-cache usage. 1 means 100 percent usage."
-            ).labels(**self._labels)
+            ).labels(**labels)
         self.preemptions = counter(
             "vllm:num_preemptions", "Cumulative number of preemption from the engine."
         )
         self.prompt_tokens = counter("vllm:prompt_tokens", "Number of prefill tokens processed.")
+        if v1:
+            self.prompt_by_source = counter(
+                "vllm:prompt_tokens_by_source", "Number of prompt tokens by source.", ("source",)
+            )
+            for source in ("local_compute", "local_cache_hit", "external_kv_transfer"):
+                self.prompt_by_source.labels(**labels, source=source)
+            counter(
+                "vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external)."
+            ).labels(**labels)
         self.generation_tokens = counter(
             "vllm:generation_tokens", "Number of generation tokens processed."
         )
@@ -119,10 +214,45 @@ class SimMetrics:
             "Count of successfully processed requests.",
             ("finished_reason",),
         )
+        if v1:
+            for reason in FINISHED_REASONS:
+                self.success.labels(**labels, finished_reason=reason)
+            rejections = Counter(
+                "vllm:admission_rejections",
+                "Number of admission attempts rejected by a queue limit, by reason.",
+                ["model_name", "reason"],
+                registry=reg,
+            )
+            for reason in ("max_num_queued_reqs", "max_num_queued_tokens"):
+                rejections.labels(model_name=model, reason=reason)
+        self.request_prompt = histogram(
+            "vllm:request_prompt_tokens", "Number of prefill tokens processed.", token_buckets
+        )
+        self.request_generation = histogram(
+            "vllm:request_generation_tokens",
+            "Number of generation tokens processed.",
+            token_buckets,
+        )
         self.iteration_tokens = histogram(
             "vllm:iteration_tokens_total",
             "Histogram of number of tokens per engine_step.",
             ITERATION_BUCKETS,
+        )
+        self.request_max_generation: Histogram | None = None
+        self.request_n: Histogram | None = None
+        if v1:
+            self.request_max_generation = histogram(
+                "vllm:request_max_num_generation_tokens",
+                "Histogram of maximum number of requested generation tokens.",
+                token_buckets,
+            )
+            self.request_n = histogram(
+                "vllm:request_params_n", "Histogram of the n request parameter.", PARAMS_N_BUCKETS
+            )
+        self.request_max_tokens = histogram(
+            "vllm:request_params_max_tokens",
+            "Histogram of the max_tokens request parameter.",
+            token_buckets,
         )
         self.ttft = histogram(
             "vllm:time_to_first_token_seconds",
@@ -160,6 +290,11 @@ class SimMetrics:
             "Histogram of time spent in WAITING phase for request.",
             PHASE_BUCKETS,
         )
+        self.inference = histogram(
+            "vllm:request_inference_time_seconds",
+            "Histogram of time spent in RUNNING phase for request.",
+            PHASE_BUCKETS,
+        )
         self.prefill = histogram(
             "vllm:request_prefill_time_seconds",
             "Histogram of time spent in PREFILL phase for request.",
@@ -170,33 +305,19 @@ class SimMetrics:
             "Histogram of time spent in DECODE phase for request.",
             PHASE_BUCKETS,
         )
-        self.inference = histogram(
-            "vllm:request_inference_time_seconds",
-            "Histogram of time spent in RUNNING phase for request.",
-            PHASE_BUCKETS,
-        )
-        self.request_prompt = histogram(
-            "vllm:request_prompt_tokens", "Number of prefill tokens processed.", token_buckets
-        )
-        self.request_generation = histogram(
-            "vllm:request_generation_tokens",
-            "Number of generation tokens processed.",
-            token_buckets,
-        )
-        self.request_max_tokens = histogram(
-            "vllm:request_params_max_tokens",
-            "Histogram of the max_tokens request parameter.",
-            token_buckets,
-        )
-        self.request_preemptions = (
-            histogram(
+        self.request_preemptions: Histogram | None = None
+        self.prefill_kv_computed: Histogram | None = None
+        if v1:
+            self.request_preemptions = histogram(
                 "vllm:request_num_preemptions",
                 "Histogram of the number of times a request was preempted.",
                 PREEMPTION_BUCKETS,
             )
-            if v1
-            else None
-        )
+            self.prefill_kv_computed = histogram(
+                "vllm:request_prefill_kv_computed_tokens",
+                "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
+                token_buckets,
+            )
         cache_config = Gauge(
             "vllm:cache_config_info",
             "Information of the LLMEngine CacheConfig",
@@ -208,16 +329,27 @@ class SimMetrics:
             cache_labels["engine"] = "0"
         cache_config.labels(**cache_labels).set(1)
         # Touch every labelled series so that an idle server already exposes them, as vLLM does.
-        for metric in (self.running, self.waiting, self.kv_usage, self.preemptions, self.prompt_tokens,
-                       self.generation_tokens, self.iteration_tokens, self.ttft, self.itl, self.e2e,
-                       self.queue, self.prefill, self.decode, self.inference, self.request_prompt,
-                       self.request_generation, self.request_max_tokens):  # fmt: skip
-            metric.labels(**self._labels)
+        touched: list[Gauge | Counter | Histogram | None] = [
+            self.running, self.waiting, self.kv_usage, self.preemptions, self.prompt_tokens,
+            self.generation_tokens, self.iteration_tokens, self.ttft, self.itl, self.e2e,
+            self.queue, self.prefill, self.decode, self.inference, self.request_prompt,
+            self.request_generation, self.request_max_tokens, self.request_tpot,
+            self.request_preemptions, self.prefix_queries, self.prefix_hits,
+            self.request_max_generation, self.request_n, self.prefill_kv_computed,
+        ]  # fmt: skip
+        for metric in touched:
+            if metric is not None:
+                metric.labels(**labels)
+        if self.waiting_by_reason is not None:
+            for reason in ("capacity", "deferred"):
+                self.waiting_by_reason.labels(**labels, reason=reason)
 
     def set_state(self, running: int, waiting: int, kv_usage: float) -> None:
         """Update the scheduler gauges."""
         self.running.labels(**self._labels).set(running)
         self.waiting.labels(**self._labels).set(waiting)
+        if self.waiting_by_reason is not None:  # nothing is ever deferred in the simulator
+            self.waiting_by_reason.labels(**self._labels, reason="capacity").set(waiting)
         self.kv_usage.labels(**self._labels).set(kv_usage)
 
     def observe_step(
@@ -230,8 +362,18 @@ class SimMetrics:
             self.preemptions.labels(**self._labels).inc(preemptions)
         if prompt_tokens:
             self.prompt_tokens.labels(**self._labels).inc(prompt_tokens)
+            if self.prompt_by_source is not None:
+                self.prompt_by_source.labels(**self._labels, source="local_compute").inc(
+                    prompt_tokens
+                )
         if generated:
             self.generation_tokens.labels(**self._labels).inc(generated)
+
+    def observe_prefix_query(self, queried_tokens: int, hit_tokens: int = 0) -> None:
+        """A request admitted from the queue looked its tokens up in the prefix cache."""
+        if self.prefix_queries is not None and self.prefix_hits is not None:
+            self.prefix_queries.labels(**self._labels).inc(queried_tokens)
+            self.prefix_hits.labels(**self._labels).inc(hit_tokens)
 
     def observe_first_token(self, ttft_s: float) -> None:
         """Record a request's TTFT, measured from arrival (so it includes the queue)."""
@@ -260,7 +402,104 @@ class SimMetrics:
             self.request_tpot.labels(**labels).observe(tpot)
         if self.request_preemptions is not None:
             self.request_preemptions.labels(**labels).observe(times.preemptions)
+        if self.request_max_generation is not None and self.request_n is not None:
+            self.request_max_generation.labels(**labels).observe(times.max_tokens)
+            self.request_n.labels(**labels).observe(1)
+        if self.prefill_kv_computed is not None:
+            self.prefill_kv_computed.labels(**labels).observe(times.prompt_tokens)
 
     def render(self) -> bytes:
         """The text exposition format, as served on ``/metrics``."""
         return generate_latest(self.registry)
+
+
+class HttpMetrics:
+    """The API server's own series: Python and process collectors, and the HTTP instrumentator's.
+
+    ``wrap`` returns an ASGI middleware that times every request to a known route (the whole
+    response, so a stream counts until its last byte) and counts it by status class (``2xx``),
+    as prometheus-fastapi-instrumentator does in vLLM.
+    """
+
+    def __init__(self, routes: frozenset[str]) -> None:
+        self.routes = routes - HTTP_EXCLUDED
+        self.process_registry = CollectorRegistry()
+        GCCollector(registry=self.process_registry)
+        PlatformCollector(registry=self.process_registry)
+        ProcessCollector(registry=self.process_registry)
+        self.registry = CollectorRegistry()
+        reg = self.registry
+        self.requests = Counter(
+            "http_requests", "Total number of requests by method, status and handler.",
+            ["method", "status", "handler"], registry=reg,
+        )  # fmt: skip
+        self.request_size = Summary(
+            "http_request_size_bytes",
+            "Content length of incoming requests by handler. Only value of header is respected. "
+            "Otherwise ignored. No percentile calculated. ",
+            ["handler"], registry=reg,
+        )  # fmt: skip
+        self.response_size = Summary(
+            "http_response_size_bytes",
+            "Content length of outgoing responses by handler. Only value of header is respected. "
+            "Otherwise ignored. No percentile calculated. ",
+            ["handler"], registry=reg,
+        )  # fmt: skip
+        self.duration_highr = Histogram(
+            "http_request_duration_highr_seconds",
+            "Latency with many buckets but no API specific labels. Made for more accurate "
+            "percentile calculations. ",
+            buckets=HTTP_HIGHR_BUCKETS, registry=reg,
+        )  # fmt: skip
+        self.duration = Histogram(
+            "http_request_duration_seconds",
+            "Latency with only few buckets by handler. Made to be only used if aggregation by "
+            "handler is important. ",
+            ["handler", "method"], buckets=HTTP_BUCKETS, registry=reg,
+        )  # fmt: skip
+
+    def render_process(self) -> bytes:
+        """``python_gc_*``, ``python_info`` and ``process_*`` of this process."""
+        return generate_latest(self.process_registry)
+
+    def render(self) -> bytes:
+        """The ``http_*`` families."""
+        return generate_latest(self.registry)
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        """The instrumenting middleware around ``app``."""
+
+        async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+            path = scope.get("path", "")
+            if scope["type"] != "http" or path not in self.routes:
+                await app(scope, receive, send)
+                return
+            began = time.perf_counter()
+            status = 500
+            response_length = 0
+
+            async def timed_send(message: Message) -> None:
+                nonlocal status, response_length
+                if message["type"] == "http.response.start":
+                    status = int(message["status"])
+                    for name, value in message.get("headers", []):
+                        if name == b"content-length" and value.isdigit():
+                            response_length = int(value)
+                await send(message)
+
+            try:
+                await app(scope, receive, timed_send)
+            finally:
+                elapsed = time.perf_counter() - began
+                method = scope.get("method", "GET")
+                request_length = 0
+                for name, value in scope.get("headers", []):
+                    if name == b"content-length" and value.isdigit():
+                        request_length = int(value)
+                self.requests.labels(method, f"{status // 100}xx", path).inc()
+                self.request_size.labels(path).observe(request_length)
+                self.response_size.labels(path).observe(response_length)
+                self.duration_highr.observe(elapsed)
+                self.duration.labels(path, method).observe(elapsed)
+
+        return middleware

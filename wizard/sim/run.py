@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import TextIO
 
 from wizard.errors import ConfigError
-from wizard.sim.config import SimConfig, resolve
+from wizard.sim.config import Resolved, SimConfig, StartupError, resolve
 from wizard.sim.engine import Engine
-from wizard.sim.metrics import SimMetrics
+from wizard.sim.metrics import SimMetrics, cache_config_labels
 from wizard.sim.server import SimServer
 from wizard.sim.vllm_log import VllmLog
 
@@ -52,38 +52,80 @@ def serve(
     log_streams: list[TextIO],
     on_listening: Callable[[str], None],
     on_ready: Callable[[str], None],
-    http: str = "h11",
+    http: str = "auto",
 ) -> int:
     """Run the simulator in this process until SIGINT/SIGTERM; return the exit code."""
-    log = VllmLog(log_streams)
+    log = VllmLog(log_streams, config.device)
     log.non_default_args(non_default_args)
     try:
         resolved = resolve(config)
+    except StartupError as exc:
+        _log_refusal(log, config, exc)
+        raise
     except ConfigError as exc:
         log.fatal(str(exc))
         raise
     log.banner(config, resolved)
-    cache_info = {
-        "block_size": str(resolved.block_size),
-        "num_gpu_blocks": str(resolved.num_gpu_blocks),
-        "gpu_memory_utilization": str(config.gpu_memory_utilization),
-        "cache_dtype": "auto",
-        "enable_prefix_caching": "False",
-        "kv_cache_size_tokens": str(resolved.kv_cache_tokens),
-        "kv_cache_max_concurrency": f"{resolved.max_concurrency:.2f}",
-    }
     metrics = SimMetrics(
-        model=config.model, generation=config.metrics_generation,
-        max_model_len=config.max_model_len, cache_info=cache_info,
+        model=config.served_name, generation=config.metrics_generation,
+        max_model_len=config.max_model_len, cache_info=cache_info(config, resolved),
     )  # fmt: skip
     engine = Engine(config, resolved, metrics, log)
     app = SimServer(engine, api_key).app()
     sock = bind(host, port)
     url = url_of(sock)
-    log.server_started(url)
-    engine.on_ready = lambda: on_ready(url)
+
+    def ready() -> None:
+        if config.device == "cpu":  # 0.32 announces the server once the engine is up
+            log.server_started(url)
+        on_ready(url)
+
+    if config.device != "cpu":
+        log.server_started(url)
+    engine.on_ready = ready
     on_listening(url)
     return asyncio.run(_serve(app, sock, http))
+
+
+def cache_info(config: SimConfig, resolved: Resolved) -> dict[str, str]:
+    """The labels of ``vllm:cache_config_info`` for this configuration."""
+    if config.metrics_generation == "v0":  # the 2024-era label set
+        return {
+            "block_size": str(resolved.block_size),
+            "num_gpu_blocks": str(resolved.num_gpu_blocks),
+            "gpu_memory_utilization": str(config.gpu_memory_utilization),
+            "cache_dtype": "auto",
+            "enable_prefix_caching": "False",
+        }
+    cpu = config.device == "cpu"
+    # 0.34 shows an unset --gpu-memory-utilization as None; 0.32 shows the resolved 0.92.
+    utilization = resolved.gpu_memory_utilization if cpu else config.gpu_memory_utilization
+    return cache_config_labels(
+        block_size=resolved.block_size, user_block_size=config.block_size is not None,
+        num_gpu_blocks=resolved.num_gpu_blocks, override=config.num_gpu_blocks,
+        gpu_memory_utilization=str(utilization), enable_prefix_caching=cpu,
+        kv_cache_memory_bytes=resolved.kv_cache_memory_bytes,
+        kv_cache_size_tokens=resolved.kv_cache_tokens,
+        kv_cache_max_concurrency=resolved.kv_cache_tokens / config.max_model_len,
+    )  # fmt: skip
+
+
+def _log_refusal(log: VllmLog, config: SimConfig, exc: StartupError) -> None:
+    """What vLLM writes when it refuses to start: 0.34's one line, or 0.32's tracebacks."""
+    if config.device != "cpu":
+        log.fatal(str(exc))
+        return
+    if exc.stage == "api_server":  # pydantic refuses the arguments; no engine core is started
+        log.cpu_api_server_lines(config)
+        log.scheduler_config_refused(str(exc))
+        return
+    log.banner(config, None)
+    log.loading_model(config)
+    log.weights_loaded(config, config.cold_start.checkpoint_read_s * config.tensor_parallel_size)
+    log.cpu_kv_memory(config, exc.kv_bytes or 0)
+    if config.num_gpu_blocks is not None and exc.blocks_from_memory is not None:
+        log.blocks_overridden(exc.blocks_from_memory, config.num_gpu_blocks)
+    log.engine_core_failed(str(exc))
 
 
 async def _serve(app: object, sock: socket.socket, http: str) -> int:

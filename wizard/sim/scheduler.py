@@ -45,6 +45,9 @@ class StepPlan:
     prefill_tokens: int = 0
     decode_seqs: int = 0
     preempted: list[SimRequest] = field(default_factory=list)
+    # Requests taken from the waiting queue in this step, with the tokens they look up in the
+    # prefix cache (the prompt, plus what they had generated before a preemption).
+    admitted: list[tuple[SimRequest, int]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -139,6 +142,7 @@ class Scheduler:
             new_tokens = min(remaining, budget)
             if self._blocks_needed(request, remaining) > self.free_blocks:
                 break  # the whole prompt must fit before the request is admitted
+            plan.admitted.append((request, request.num_tokens))
             self._take_blocks(request, new_tokens)
             self.waiting.popleft()
             self.running.append(request)

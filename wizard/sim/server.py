@@ -1,9 +1,13 @@
-"""The simulator's HTTP surface: vLLM 0.34's OpenAI-compatible routes on Starlette.
+"""The simulator's HTTP surface: vLLM's OpenAI-compatible routes on Starlette.
 
 Routes: ``/health`` (503 until the engine is ready), ``/version``, ``/metrics``, ``/v1/models``,
 ``/v1/completions``, ``/v1/chat/completions``; plus ``/sim/trace`` (ground truth) and
 ``/sim/config``. The API key guards only ``/v1``-style prefixes and answers 401
-``{"error": "Unauthorized"}``, exactly like vLLM's middleware.
+``{"error": "Unauthorized"}``, exactly like vLLM's middleware. Headers, bodies and SSE chunks are
+shaped as a real vLLM 0.32 writes them: lowercase headers with ``vary: Origin`` (not on a 401,
+which vLLM's auth middleware answers before CORS), ``{"detail": ...}`` for unknown routes, the
+chat role chunk as a write of its own, ids of 16 hex digits, ``system_fingerprint`` on the last
+chunk, and the instrumentator's ``http_*`` series on ``/metrics``.
 """
 
 from __future__ import annotations
@@ -14,23 +18,25 @@ import dataclasses
 import hashlib
 import hmac
 import json
+import secrets
 import time
-import uuid
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from wizard.sim import protocol, text
+from wizard.sim.config import SimConfig
 from wizard.sim.engine import Engine, Stream
+from wizard.sim.metrics import HttpMetrics
 from wizard.sim.protocol import ApiError, ParsedRequest
 from wizard.sim.scheduler import SimRequest
-from wizard.sim.vllm_log import VLLM_VERSION
 
 GUARDED_PREFIXES = ("/v1", "/v2", "/inference", "/cohere")
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -60,6 +66,44 @@ class ApiKeyMiddleware:
                     digest = hashlib.sha256(given[7:].encode()).digest()
                     return hmac.compare_digest(digest, self._digest)
         return False
+
+
+def vary_origin(app: ASGIApp) -> ASGIApp:
+    """Add ``vary: Origin`` to every response, as vLLM's CORS middleware does."""
+
+    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+
+        async def send_with_vary(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {
+                    **message,
+                    "headers": [*message.get("headers", []), (b"vary", b"Origin")],
+                }
+            await send(message)
+
+        await app(scope, receive, send_with_vary)
+
+    return middleware
+
+
+async def not_found_or_not_allowed(request: Request, exc: Exception) -> Response:
+    """FastAPI's ``{"detail": ...}`` for unknown routes and wrong methods."""
+    assert isinstance(exc, HTTPException)
+    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+def system_fingerprint(config: SimConfig) -> str:
+    """``vllm-<version>[-tpN][-ppN]-<hash8>``, vLLM's default fingerprint of the configuration."""
+    parts = [f"vllm-{config.vllm_version}"]
+    if config.tensor_parallel_size > 1:
+        parts.append(f"tp{config.tensor_parallel_size}")
+    if config.pipeline_parallel_size > 1:
+        parts.append(f"pp{config.pipeline_parallel_size}")
+    digest = hashlib.sha256(repr(dataclasses.asdict(config)).encode()).hexdigest()
+    return "-".join([*parts, digest[:8]])
 
 
 class SseResponse(StreamingResponse):
@@ -119,11 +163,8 @@ class SimServer:
     def __init__(self, engine: Engine, api_key: str | None) -> None:
         self.engine = engine
         self.api_key = api_key
-        self.http_registry = CollectorRegistry()
-        self.http_requests = Counter(
-            "http_requests", "Total number of requests by method, status and handler.",
-            ["method", "status", "handler"], registry=self.http_registry,
-        )  # fmt: skip
+        self.fingerprint = system_fingerprint(engine.config)
+        self.http_metrics: HttpMetrics | None = None
 
     def app(self) -> ASGIApp:
         """The ASGI application."""
@@ -137,10 +178,16 @@ class SimServer:
             Route("/sim/trace", self.trace, methods=["GET", "DELETE"]),
             Route("/sim/config", self.sim_config, methods=["GET"]),
         ]
-        app: ASGIApp = Starlette(routes=routes, lifespan=self._lifespan)
+        handlers = {404: not_found_or_not_allowed, 405: not_found_or_not_allowed}
+        app: ASGIApp = vary_origin(
+            Starlette(routes=routes, lifespan=self._lifespan, exception_handlers=handlers)
+        )
         if self.api_key:
             app = ApiKeyMiddleware(app, self.api_key)
-        return app
+        self.http_metrics = HttpMetrics(
+            frozenset(r.path for r in routes if not r.path.startswith("/sim/"))
+        )
+        return self.http_metrics.wrap(app)
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -156,23 +203,31 @@ class SimServer:
         return Response(status_code=200 if self.engine.ready else 503)
 
     async def version(self, request: Request) -> Response:
-        return JSONResponse({"version": VLLM_VERSION})
+        return JSONResponse({"version": self.engine.config.vllm_version})
 
     async def metrics(self, request: Request) -> Response:
-        body = generate_latest(self.http_registry)
+        assert self.http_metrics is not None
+        body = self.http_metrics.render_process()
         if not self.engine.config.disable_log_stats:
             body += self.engine.metrics.render()
-        return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
+        body += self.http_metrics.render()
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     async def models(self, request: Request) -> Response:
         config = self.engine.config
         created = int(time.time())
+        permission = {
+            "id": f"modelperm-{secrets.token_hex(8)}", "object": "model_permission",
+            "created": created, "allow_create_engine": False, "allow_sampling": True,
+            "allow_logprobs": True, "allow_search_indices": False, "allow_view": True,
+            "allow_fine_tuning": False, "organization": "*", "group": None, "is_blocking": False,
+        }  # fmt: skip
         return JSONResponse({
             "object": "list",
             "data": [{
-                "id": config.model, "object": "model", "created": created, "owned_by": "vllm",
-                "root": config.model, "parent": None, "max_model_len": config.max_model_len,
-                "permission": [],
+                "id": config.served_name, "object": "model", "created": created,
+                "owned_by": "vllm", "root": config.model, "parent": None,
+                "max_model_len": config.max_model_len, "permission": [permission],
             }],
         })  # fmt: skip
 
@@ -197,15 +252,14 @@ class SimServer:
         return await self._generate(request, chat=True)
 
     async def _generate(self, request: Request, *, chat: bool) -> Response:
-        handler = request.url.path
         try:
             parsed = await self._parse(request, chat=chat)
         except ApiError as error:
-            self.http_requests.labels("POST", str(error.status), handler).inc()
+            if error.status == 404:
+                self.engine.log.request_error(error.message, error.kind, error.param, error.status)
             return JSONResponse(error.body(), status_code=error.status)
-        self.http_requests.labels("POST", "200", handler).inc()
         prefix = "chatcmpl" if chat else "cmpl"
-        request_id = f"{prefix}-{uuid.uuid4().hex}"
+        request_id = f"{prefix}-{secrets.token_hex(8)}"
         sim_request = SimRequest(request_id, parsed.prompt_tokens, parsed.max_tokens)
         stream = self.engine.submit(sim_request, parsed.finish_reason, parsed.max_tokens)
         if parsed.stream:
@@ -218,15 +272,11 @@ class SimServer:
             return Response(status_code=499)  # nobody is listening any more
         content = "".join(text.token_text(i) for i in range(1, len(stream.emitted_ns) + 1))
         stream.mark_sent(len(stream.emitted_ns))
-        used = protocol.usage(parsed.prompt_tokens, len(stream.emitted_ns))
+        used = protocol.full_usage(parsed.prompt_tokens, len(stream.emitted_ns))
         body = protocol.full_response(
-            request_id,
-            parsed.model,
-            chat=chat,
-            content=content,
-            finish_reason=parsed.finish_reason,
-            used=used,
-        )
+            request_id, parsed.model, chat=chat, content=content,
+            finish_reason=parsed.finish_reason, used=used, fingerprint=self.fingerprint,
+        )  # fmt: skip
         return JSONResponse(body)
 
     async def _parse(self, request: Request, *, chat: bool) -> ParsedRequest:
@@ -244,7 +294,7 @@ class SimServer:
         body = protocol.parse_body(raw)
         config = self.engine.config
         parsed = protocol.parse_generation(
-            body, chat=chat, served_model=config.model, max_model_len=config.max_model_len,
+            body, chat=chat, served_model=config.served_name, max_model_len=config.max_model_len,
             chat_template=config.chat_template,
         )  # fmt: skip
         if parsed.ignored_fields:
@@ -254,6 +304,11 @@ class SimServer:
     async def _events(
         self, stream: Stream, parsed: ParsedRequest, request_id: str
     ) -> AsyncIterator[bytes]:
+        """The SSE body: one event per delivery (several tokens if the writer fell behind).
+
+        Every event is its own write, so each becomes an HTTP chunk of its own, the chat role
+        chunk included; ``system_fingerprint`` rides on the stream's last chunk before ``[DONE]``.
+        """
         created = int(time.time())
         chat, model = parsed.chat, parsed.model
         keep_alive = self.engine.config.sse_keep_alive_interval or None
@@ -268,26 +323,27 @@ class SimServer:
             first, sent = sent + 1, sent + new
             finished = stream.done and sent == len(stream.emitted_ns)
             reason = parsed.finish_reason if finished else None
-            out = b""
             if chat and first == 1:
-                role = protocol.chunk(request_id, model, chat=True, created=created, delta_text=None,
-                                      finish_reason=None, role=True)  # fmt: skip
-                if parsed.continuous_usage:
-                    role["usage"] = protocol.usage(parsed.prompt_tokens, 0)
-                out += sse(role)
+                opening = (
+                    protocol.running_usage(parsed.prompt_tokens, 0)
+                    if parsed.continuous_usage
+                    else None
+                )
+                yield sse(protocol.role_chunk(request_id, model, created=created, used=opening))
             delta = "".join(text.token_text(i) for i in range(first, sent + 1))
             payload = protocol.chunk(request_id, model, chat=chat, created=created, delta_text=delta,
                                      finish_reason=reason)  # fmt: skip
             if parsed.continuous_usage:
-                payload["usage"] = protocol.usage(parsed.prompt_tokens, sent)
-            out += sse(payload)
+                payload["usage"] = protocol.running_usage(parsed.prompt_tokens, sent)
+            if finished and not parsed.include_usage:
+                payload["system_fingerprint"] = self.fingerprint
             stream.mark_sent(new)
-            yield out
+            yield sse(payload)
             if finished:
                 break
         if parsed.include_usage:
             used = protocol.usage(parsed.prompt_tokens, sent)
-            yield sse(
-                protocol.usage_chunk(request_id, model, chat=chat, created=created, used=used)
-            )
+            closing = protocol.usage_chunk(request_id, model, chat=chat, created=created, used=used)
+            closing["system_fingerprint"] = self.fingerprint
+            yield sse(closing)
         yield b"data: [DONE]\n\n"
