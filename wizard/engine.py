@@ -20,6 +20,8 @@ from wizard.probes.runner import ProbeContext, run_probe
 from wizard.transcript import TranscriptWriter
 
 COMPARED_SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms")
+# Findings about the wizard's own measurement, never a cause of the incident.
+MEASUREMENT_CAUSES = frozenset({"client_saturated"})
 
 
 def visited_key(node_id: str) -> str:
@@ -175,6 +177,7 @@ def outcome(session: Session) -> dict[str, Any]:
     remaining = sorted({
         f["cause"] for f in session.findings
         if f["severity"] in ("warn", "fail") and f["code"] not in gone
+        and f["cause"] not in MEASUREMENT_CAUSES
     })  # fmt: skip
     if remaining:
         result = "cause_remains"

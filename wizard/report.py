@@ -50,7 +50,10 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
         if (label := m["as"]) in ("direct", "proxy") and m["round"] == label
     }  # fmt: skip
     audit = facts.get("audit", {})
-    causes = sorted({f["cause"] for f in findings})
+    from wizard.engine import MEASUREMENT_CAUSES
+
+    causes = sorted({f["cause"] for f in findings} - MEASUREMENT_CAUSES)
+    end = events[-1]["data"] if events and events[-1]["type"] == "end" else {}
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "session": {
@@ -67,6 +70,9 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
             "transcript": str(transcript.path),
         },
         "tldr": {"causes": causes, "changes": [_change_line(c) for c in changes]},
+        # What `run`'s exit code said (no_cause | cause_remains | nothing_measured).
+        "outcome": end.get("outcome"),
+        "causes_remaining": end.get("causes_remaining"),
         "baseline": baseline,
         "evidence": _evidence(facts),
         "steps": steps,
