@@ -224,7 +224,18 @@ def _node(node_id: str, body: Any, where: Path_, errors: _Collector) -> Node | N
     if not isinstance(body, dict):
         errors.add(where, f"node '{node_id}' must be a mapping")
         return None
-    known = {"stage", "title", "explain", "covers", "measure", "ask", "probes", "rules", "next", "sweep"}
+    known = {
+        "stage",
+        "title",
+        "explain",
+        "covers",
+        "measure",
+        "ask",
+        "probes",
+        "rules",
+        "next",
+        "sweep",
+    }
     for key in set(body) - known:
         errors.add((*where, key), f"node '{node_id}': unknown key '{key}'")
     for key in ("stage", "title", "explain"):

@@ -143,7 +143,9 @@ class _ServerWatch:
             "generation": after.generation,
             # The engine's own word on queueing: how much of its TTFT requests spent waiting.
             "queue_mean_ms": queue * 1000 if queue is not None else None,
-            "queue_share_of_ttft": queue / server_ttft if queue is not None and server_ttft else None,
+            "queue_share_of_ttft": queue / server_ttft
+            if queue is not None and server_ttft
+            else None,
             "waiting_max": peak([s.waiting for s in usable]),
             # Arrivals wait a step for admission: only waiting seen in most scrapes is a queue.
             "waiting_share": sum(1 for w in waiting if w > 0) / len(waiting) if waiting else None,
