@@ -51,8 +51,14 @@ def test_demo_finds_and_fixes_nginx_buffering(tmp_path: Path) -> None:
     baseline_cmp = next(
         e["data"] for e in events_of(path, "comparison") if e["data"]["against"] == "baseline"
     )
+    # The fix is proven first by the cause's own evidence (events arrive one by one through the
+    # proxy again), then by the segment the user feels; no ratio a busy machine could flip.
+    [verdict] = [e["data"] for e in events_of(path, "verdict") if e["data"]["code"] == "LAT001"]
+    assert verdict["verdict"] == "cause gone", verdict
     ttft = next(s for s in baseline_cmp["segments"] if s["segment"] == "ttft_ms")
-    assert ttft["verdict"] == "improved" and ttft["after_p50"] < ttft["before_p50"] / 3
+    assert ttft["verdict"] == "improved" and ttft["after_p50"] < ttft["before_p50"]
+    tpot = next(s for s in baseline_cmp["segments"] if s["segment"] == "tpot_ms")
+    assert tpot["verdict"] != "regressed" or tpot["expected"]  # bursts hid the real gaps
     # The engine's own TTFT is the same both ways: what nginx holds back shows up outside it.
     rounds: dict[str, Any] = {}
     for event in events_of(path, "probe_result"):  # the first round of each name: before the fix

@@ -25,17 +25,16 @@ BURST_RATIO = 2.0
 
 
 def proxy_bursts(direct_burst: dict[str, Any], via_burst: dict[str, Any]) -> bool:
-    """True when the proxied stream arrives in bursts that the direct stream does not show."""
-    via_mean, direct_mean = (
-        via_burst.get("mean_events_per_read"),
-        direct_burst.get("mean_events_per_read"),
-    )
-    if via_mean is None or direct_mean is None:
+    """True when the proxied stream's typical read carries bursts the direct one does not.
+
+    The median read, not the mean: on a busy machine a proxy or client kept off the CPU for a
+    moment delivers a few reads of many events (a real vLLM behind a stock nginx on 2 cores: mean
+    5.9, max 64, median 1), while a buffer makes every read a burst (median ~17).
+    """
+    via, direct = via_burst.get("p50_events_per_read"), direct_burst.get("p50_events_per_read")
+    if via is None or direct is None:
         return False
-    return bool(
-        via_burst.get("max_events_per_read", 0) >= BURST_EVENTS
-        and via_mean >= BURST_RATIO * max(direct_mean, 1.0)
-    )
+    return bool(via >= BURST_EVENTS and via >= BURST_RATIO * max(direct, 1.0))
 
 
 async def compare_paths(

@@ -306,7 +306,7 @@ GAP_BINS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 
 def burst_evidence(samples: list[StreamSample]) -> dict[str, Any]:
     """What a buffering proxy leaves behind: several events per read, bimodal gaps, late headers."""
-    from wizard.measure import summarize
+    from wizard.measure import percentile, summarize
 
     reads = [n for s in samples for n in s.read_events if n > 0]
     histogram = dict.fromkeys([f"<{edge}" for edge in GAP_BINS_MS] + [f">={GAP_BINS_MS[-1]}"], 0)
@@ -317,6 +317,9 @@ def burst_evidence(samples: list[StreamSample]) -> dict[str, Any]:
     return {
         "max_events_per_read": max(reads, default=0),
         "mean_events_per_read": sum(reads) / len(reads) if reads else None,
+        # A buffer makes the typical read carry many events; a client or proxy that was kept off
+        # the CPU for a moment makes a few reads carry many. The median tells the two apart.
+        "p50_events_per_read": percentile(reads, 50),
         "headers_ms": summarize([h for h in headers if h is not None]),
         "first_output_after_headers_ms": summarize(
             [
