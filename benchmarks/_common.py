@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import httpx
 
@@ -30,3 +33,30 @@ def start_sim() -> tuple[subprocess.Popen[str], str]:
             pass
         time.sleep(0.05)
     raise SystemExit("simulator never became ready")
+
+
+def _hog(stop_at: float) -> None:
+    """Keep one core busy (a second process, as another tenant on a shared machine)."""
+    while time.monotonic() < stop_at:
+        pass
+
+
+@contextlib.contextmanager
+def server_under_load(target: str | None, hog: bool) -> Iterator[str]:
+    """The URL to measure (``target``, else a fresh simulator), with one core kept busy if asked."""
+    sim = None
+    url = target
+    if url is None:
+        sim, url = start_sim()
+    hogger = None
+    if hog:
+        hogger = multiprocessing.Process(target=_hog, args=(time.monotonic() + 3600,), daemon=True)
+        hogger.start()
+    try:
+        yield url
+    finally:
+        if hogger is not None:
+            hogger.terminate()
+        if sim is not None:
+            sim.terminate()
+            sim.wait()

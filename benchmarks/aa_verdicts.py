@@ -17,27 +17,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import start_sim
+from benchmarks._common import server_under_load
 from wizard.measure import MeasurementSpec, compare_values, noise_band
 from wizard.probes.endpoints import served_model
 from wizard.probes.load import run_load
 from wizard.probes.stream import RequestSpec
 
 SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms")
-
-
-def hog(stop_at: float) -> None:
-    """Keep one core busy (a second process, as another tenant on a shared machine)."""
-    while time.monotonic() < stop_at:
-        pass
 
 
 async def one_round(url: str, model: str) -> dict[str, list[float]]:
@@ -71,27 +63,13 @@ def main() -> None:
     parser.add_argument("--hog", action="store_true", help="keep one core busy meanwhile")
     parser.add_argument("--target", help="measure this server instead of a fresh simulator")
     args = parser.parse_args()
-    sim = None
-    url = args.target
-    if url is None:
-        sim, url = start_sim()
-    hogger = None
-    if args.hog:
-        hogger = multiprocessing.Process(target=hog, args=(time.monotonic() + 3600,), daemon=True)
-        hogger.start()
-    try:
+    with server_under_load(args.target, args.hog) as url:
         model = asyncio.run(model_of(url))
         counts: Counter[str] = Counter()
         for number in range(args.trials):
             verdicts = asyncio.run(trial(url, model))
             counts.update(verdicts.values())
             print(f"trial {number + 1}: {verdicts}", flush=True)
-    finally:
-        if hogger is not None:
-            hogger.terminate()
-        if sim is not None:
-            sim.terminate()
-            sim.wait()
     total = sum(counts.values())
     honest = counts["within noise"] + counts["inconclusive"]
     print(

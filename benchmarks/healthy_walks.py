@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import start_sim
-from benchmarks.aa_verdicts import hog
+from benchmarks._common import server_under_load
 from wizard import transcript
 
 
@@ -45,27 +42,12 @@ def main() -> None:
     parser.add_argument("--target", help="walk this server instead of a fresh simulator")
     parser.add_argument("--vllm-log", help="the target's log, given to every walk")
     args = parser.parse_args()
-    sim = None
-    url = args.target
-    if url is None:
-        sim, url = start_sim()
-    hogger = None
-    if args.hog:
-        hogger = multiprocessing.Process(target=hog, args=(time.monotonic() + 3600,), daemon=True)
-        hogger.start()
     clean = 0
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            for number in range(args.walks):
-                found = one_walk(url, Path(tmp), number, args.vllm_log)
-                clean += not found
-                print(f"walk {number + 1}: {sorted(found) or 'no cause'}", flush=True)
-    finally:
-        if hogger is not None:
-            hogger.terminate()
-        if sim is not None:
-            sim.terminate()
-            sim.wait()
+    with server_under_load(args.target, args.hog) as url, tempfile.TemporaryDirectory() as tmp:
+        for number in range(args.walks):
+            found = one_walk(url, Path(tmp), number, args.vllm_log)
+            clean += not found
+            print(f"walk {number + 1}: {sorted(found) or 'no cause'}", flush=True)
     print(f"\n{clean} of {args.walks} walks found no cause "
           f"({'with' if args.hog else 'without'} a busy core)")  # fmt: skip
 
