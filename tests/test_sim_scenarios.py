@@ -105,10 +105,12 @@ async def _decode_while_long_prompts_arrive(url: str, long_prompt: int) -> list[
 def test_large_batch_budget_stretches_inter_token_gaps(sim_factory: SimFactory) -> None:
     large = sim_factory("--scenario", "batch-budget-large")
     small = sim_factory("--scenario", "batch-budget-large", "--max-num-batched-tokens", "2048")
-    worst_large = max(
+    # The typical stream's worst gap (the median over streams), not the single worst gap of the
+    # run: one hiccup of a busy machine lands on a few streams, a big prefill step on all of them.
+    worst_large = median(
         max(s.itl_ms) for s in asyncio.run(_decode_while_long_prompts_arrive(large.url, 8000))
     )
-    worst_small = max(
+    worst_small = median(
         max(s.itl_ms) for s in asyncio.run(_decode_while_long_prompts_arrive(small.url, 8000))
     )
     assert worst_large > 120  # one 8,000-token prefill step holds every decode
