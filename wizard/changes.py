@@ -246,7 +246,7 @@ def smaller_budget(
         return _unknown(
             template, "max_num_batched_tokens",
             "--max-num-batched-tokens <half of today's value: read it in the log's non-default "
-            "args or `vllm:cache_config_info`>",
+            "args>",
         )  # fmt: skip
     after = int(budget.value) // 2
     config = server_config(facts)
