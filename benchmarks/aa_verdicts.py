@@ -1,10 +1,10 @@
 """A/A false verdicts: the same round measured again, nothing changed, judged by the noise model.
 
-Each trial measures the walk's baseline round three times against a healthy server: the first two
-are the A/A pair that calibrates the noise band (as `baseline.direct` does), the third is the
-"after" of a change that changed nothing. Every segment of that third round is judged against the
-first with the calibrated band; anything but "within noise" (or "inconclusive") is a false
-verdict. Run with and without a second process keeping one core busy:
+Each trial measures the walk's baseline round against a healthy server as the walk does: the A/A
+pair (`direct`, `direct_aa`) calibrates the noise band and is the pooled "before"; then the "after"
+of a change that changed nothing, measured once more when a verdict is inconclusive (the engine's
+`REPEATS_WHEN_INCONCLUSIVE`), is judged against it with `compare_rounds`. Anything but "within
+noise" (or "inconclusive") is a false verdict. Run with and without a second process keeping one core busy:
 
     python benchmarks/aa_verdicts.py --trials 10            # the simulator
     python benchmarks/aa_verdicts.py --trials 10 --hog      # one core kept busy
@@ -24,12 +24,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import server_under_load
-from wizard.measure import MeasurementSpec, compare_values, noise_band
+from wizard.engine import COMPARED_SEGMENTS, REPEATS_WHEN_INCONCLUSIVE
+from wizard.measure import MeasurementSpec, compare_rounds, noise_band
 from wizard.probes.endpoints import served_model
 from wizard.probes.load import run_load
 from wizard.probes.stream import RequestSpec
-
-SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms")
 
 
 async def one_round(url: str, model: str) -> dict[str, list[float]]:
@@ -39,15 +38,18 @@ async def one_round(url: str, model: str) -> dict[str, list[float]]:
     return result.measurement(spec).values
 
 
-async def trial(url: str, model: str) -> dict[str, str]:
-    first, again, after = [await one_round(url, model) for _ in range(3)]
-    verdicts = {}
-    for segment in SEGMENTS:
-        band = noise_band(first[segment], again[segment]) or 0.0
-        verdicts[segment] = compare_values(
-            segment, first[segment], after[segment], noise=band
-        ).verdict
-    return verdicts
+async def trial(url: str, model: str) -> tuple[dict[str, str], int]:
+    """The verdict per segment, and how many "after" rounds it took."""
+    before = [await one_round(url, model) for _ in range(2)]
+    bands = {s: band for s in COMPARED_SEGMENTS if (band := noise_band(before[0][s], before[1][s]))}
+    after = [await one_round(url, model)]
+    results = compare_rounds(before, after, COMPARED_SEGMENTS, bands)
+    for _ in range(REPEATS_WHEN_INCONCLUSIVE):
+        if all(r.verdict != "inconclusive" for r in results):
+            break
+        after.append(await one_round(url, model))
+        results = compare_rounds(before, after, COMPARED_SEGMENTS, bands)
+    return {r.segment: r.verdict for r in results}, len(after)
 
 
 async def model_of(url: str) -> str:
@@ -67,14 +69,15 @@ def main() -> None:
         model = asyncio.run(model_of(url))
         counts: Counter[str] = Counter()
         for number in range(args.trials):
-            verdicts = asyncio.run(trial(url, model))
+            verdicts, rounds = asyncio.run(trial(url, model))
             counts.update(verdicts.values())
-            print(f"trial {number + 1}: {verdicts}", flush=True)
+            print(f"trial {number + 1} ({rounds} after-rounds): {verdicts}", flush=True)
     total = sum(counts.values())
     honest = counts["within noise"] + counts["inconclusive"]
     print(
         f"\n{'with' if args.hog else 'without'} a busy core, {args.trials} trials x "
-        f"{len(SEGMENTS)} segments: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        f"{len(COMPARED_SEGMENTS)} segments: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
     )
     print(
         f"within noise {counts['within noise'] / total:.0%}; "

@@ -7,6 +7,7 @@ import json
 import random
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -17,6 +18,7 @@ from wizard.measure import (
     Measurement,
     MeasurementSpec,
     compare,
+    compare_rounds,
     compare_values,
     noise_band,
     percentile,
@@ -133,6 +135,35 @@ def test_the_noise_band_and_inconclusive() -> None:
     tiny = [v - 0.45 for v in base]
     within = compare_values("tpot_ms", base, tiny)
     assert within.verdict == "within noise" and within.noise_band == 0.05
+
+
+def test_pooled_rounds_call_nothing_changed_within_noise() -> None:
+    """The walk's A/A pair is the pooled "before"; an inconclusive "after" is measured again.
+
+    Judged one round against one (the rule before pooling), a third round drawn from the same
+    distribution read "within noise" in about half of these trials: its interval, as wide as the
+    A/A pair's, fits inside that pair's far end only when its centre lands nearer zero.
+    """
+    rng = random.Random(7)
+
+    def round_of(scale: float = 1.0) -> dict[str, list[float]]:
+        return {"ttft_ms": [scale * rng.lognormvariate(4.6, 0.15) for _ in range(16)]}
+
+    def judged(shift: float) -> str:
+        before = [round_of(), round_of()]
+        band = {"ttft_ms": noise_band(before[0]["ttft_ms"], before[1]["ttft_ms"]) or 0.0}
+        after = [round_of(1 + shift)]
+        verdict = compare_rounds(before, after, ["ttft_ms"], band)[0].verdict
+        if verdict == "inconclusive":
+            after.append(round_of(1 + shift))
+            verdict = compare_rounds(before, after, ["ttft_ms"], band)[0].verdict
+        return verdict
+
+    same = Counter(judged(0.0) for _ in range(60))
+    assert same["within noise"] >= 0.85 * 60 and same["improved"] == same["regressed"] == 0, same
+    # Pooling must not blur a real change into noise: 60 % slower is never "within noise".
+    slower = Counter(judged(0.6) for _ in range(60))
+    assert slower["within noise"] == 0 and slower["regressed"] >= 0.9 * 60, slower
 
 
 def _load_beside(hog: Callable[[], Awaitable[None]], url: str) -> LoadResult:

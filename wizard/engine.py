@@ -13,13 +13,21 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wizard import changes, conditions, config_check
-from wizard.measure import IncomparableError, Measurement, MeasurementSpec, compare, noise_band
+from wizard.measure import (
+    IncomparableError,
+    MeasurementSpec,
+    check_comparable,
+    compare_rounds,
+    noise_band,
+)
 from wizard.operator import Operator, coerce
 from wizard.playbook import END, Finding, Node, Playbook, ProbeCall
 from wizard.probes.runner import ProbeContext, run_probe
 from wizard.transcript import TranscriptWriter
 
 COMPARED_SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms")
+# An inconclusive verdict after a change is measured once more before it is reported (P6.5).
+REPEATS_WHEN_INCONCLUSIVE = 1
 # Findings about the wizard's own measurement, never a cause of the incident.
 MEASUREMENT_CAUSES = frozenset({"client_saturated"})
 
@@ -263,6 +271,10 @@ async def _probe(
         measurement = {"as": call.as_, "round": label, "fingerprint": result.facts["fingerprint"],
                        "spec": result.facts["spec"], "steady": result.facts["steady"],
                        "cold": result.facts["cold"], "values": result.facts["values"],
+                       # Which rounds measured one state (pooled when judged): the same round,
+                       # after as many changes.
+                       "repeat_of": str(repeat_of) if repeat_of else None,
+                       "changes_before": len(session.changes),
                        "after_change": bool(session.changes) and session.changes[-1].get("measured") is False,
                        "restarted_before": bool(session.changes) and session.changes[-1].get("restarted", False)
                        and session.changes[-1].get("measured") is False}  # fmt: skip
@@ -374,11 +386,24 @@ async def _remeasure(session: Session, node: Node, finding: Finding, restarted: 
     if not previous:
         session.record("note", node.id, {"text": f"no earlier {target_as} round to compare with"})
         return
-    after = session.measurements[-1]
+    after = [session.measurements[-1]]
+    states = [_state_of(session, previous[0])]
+    if _state_of(session, previous[-1]) != states[0]:
+        states.append(_state_of(session, previous[-1]))
+    for repeat in range(REPEATS_WHEN_INCONCLUSIVE):
+        if not _inconclusive(session, states, after):
+            break
+        label = f"{target_as}#{len(previous) + 2 + repeat}"
+        session.record("note", node.id, {"text": (
+            f"a verdict is inconclusive after one round: measuring {target_as} again ({label}) "
+            "to narrow its interval"
+        )})  # fmt: skip
+        if "error" in await _probe(session, node, call, label):
+            break
+        after.append(session.measurements[-1])
     expected = finding.expected_worse
-    _compare(session, node, previous[0], after, "baseline", expected)
-    if len(previous) > 1:
-        _compare(session, node, previous[-1], after, "previous round", expected)
+    for state, against in zip(states, ("baseline", "previous round"), strict=False):
+        _compare(session, node, state, after, against, expected)
 
 
 async def _check_one_change(
@@ -449,19 +474,51 @@ def _resolve(value: Any, session: Session) -> Any:
     return value
 
 
-def _measurement(record: dict[str, Any]) -> Measurement:
-    return Measurement(MeasurementSpec(**record["spec"]), record["values"])
+def _spec(record: dict[str, Any]) -> MeasurementSpec:
+    return MeasurementSpec(**record["spec"])
+
+
+def _state_of(session: Session, record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every round that measured what ``record`` measured, in the same state of the server.
+
+    The same round (or its A/A repeat) under the same spec after as many changes. A record from
+    an older transcript, without ``changes_before``, stands alone.
+    """
+    if "changes_before" not in record:
+        return [record]
+
+    def key(m: dict[str, Any]) -> tuple[Any, ...]:
+        return (m.get("repeat_of") or m["as"], m["fingerprint"], m.get("changes_before"))
+
+    return [m for m in session.measurements if key(m) == key(record)]
+
+
+def _inconclusive(
+    session: Session, states: list[list[dict[str, Any]]], after: list[dict[str, Any]]
+) -> bool:
+    """Whether any compared segment of the rounds so far is still inconclusive."""
+    for state in states:
+        if state[0]["fingerprint"] != after[0]["fingerprint"]:
+            continue
+        results = compare_rounds([m["values"] for m in state], [m["values"] for m in after],
+                                 COMPARED_SEGMENTS, session.facts.get("noise"))  # fmt: skip
+        if any(r.verdict == "inconclusive" for r in results):
+            return True
+    return False
 
 
 def _compare(
-    session: Session, node: Node, before: dict[str, Any], after: dict[str, Any], against: str,
-    expected_worse: tuple[str, ...] = (),
+    session: Session, node: Node, before: list[dict[str, Any]], after: list[dict[str, Any]],
+    against: str, expected_worse: tuple[str, ...] = (),
 ) -> None:  # fmt: skip
     try:
-        results = compare(_measurement(before), _measurement(after), session.facts.get("noise"))
+        # Refuse first if the specs differ (P0.2): the rounds of one state share one spec.
+        check_comparable(_spec(before[0]), _spec(after[0]))
     except IncomparableError as exc:
         session.record("note", node.id, {"text": f"not compared with the {against}: {exc}"})
         return
+    results = compare_rounds([m["values"] for m in before], [m["values"] for m in after],
+                             COMPARED_SEGMENTS, session.facts.get("noise"))  # fmt: skip
     segments = []
     for result in results:
         if result.segment in COMPARED_SEGMENTS:
@@ -469,7 +526,9 @@ def _compare(
             # A trade-off the finding predicted (bursts hid the real gaps) is not a regression.
             row["expected"] = result.verdict == "regressed" and result.segment in expected_worse
             segments.append(row)
-    data = {"against": against, "before": before["round"], "after": after["round"],
-            "fingerprint": after["fingerprint"], "segments": segments}  # fmt: skip
+    data = {"against": against, "before": before[0]["round"], "after": after[0]["round"],
+            "before_rounds": [m["round"] for m in before],
+            "after_rounds": [m["round"] for m in after],
+            "fingerprint": after[0]["fingerprint"], "segments": segments}  # fmt: skip
     session.comparisons.append(data)
     session.record("comparison", node.id, data)

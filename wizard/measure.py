@@ -8,6 +8,12 @@ and judges its confidence interval against a noise band: the practical threshold
 an A/A comparison (the same round measured twice on the server being diagnosed) moved by. Outside
 the band on the good side is "improved", on the bad side "regressed"; inside it "within noise";
 an interval that crosses the band's edge, or too few samples, is "inconclusive".
+
+One round is often too few samples to say "within noise" of a band that is itself an A/A interval's
+far end (a second interval of the same width fits inside it only about half the time). So rounds
+of one state are pooled: the A/A pair is two rounds of the "before" state, and an inconclusive
+"after" is measured once more (``compare_rounds``); the repeated "after" pair is an A/A pair of
+its own, and the band is the wider of the two.
 """
 
 from __future__ import annotations
@@ -170,23 +176,44 @@ def noise_band(before: Sequence[float], after: Sequence[float]) -> float | None:
     return max(abs(result.ci_low_rel), abs(result.ci_high_rel))
 
 
-def compare(
-    before: Measurement, after: Measurement, noise: dict[str, float] | None = None
-) -> list[Comparison]:
-    """Compare every segment both measurements have; refuse different specs."""
-    if before.spec.fingerprint() != after.spec.fingerprint():
-        differing = [
-            name for name, value in asdict(before.spec).items() if asdict(after.spec)[name] != value
-        ]
+def check_comparable(before: MeasurementSpec, after: MeasurementSpec) -> None:
+    """Refuse two specs that differ (P0.2, P6.6), naming the fields that do."""
+    if before.fingerprint() != after.fingerprint():
+        differing = [name for name, value in asdict(before).items() if asdict(after)[name] != value]
         raise IncomparableError(
             "measurements were taken under different conditions "
             f"({', '.join(differing)} differ); compare only equal fingerprints"
         )
-    bands = noise or {}
-    return [
-        compare_values(
-            segment, before.values[segment], after.values[segment], noise=bands.get(segment, 0.0)
-        )
-        for segment in SEGMENTS
-        if segment in before.values and segment in after.values
-    ]
+
+
+def compare_rounds(
+    before: Sequence[dict[str, list[float]]],
+    after: Sequence[dict[str, list[float]]],
+    segments: Sequence[str],
+    noise: dict[str, float] | None = None,
+) -> list[Comparison]:
+    """Judge pooled rounds of one state against pooled rounds of another, segment by segment.
+
+    Each round is ``{segment: values}`` measured under one spec. Two or more ``after`` rounds are
+    an A/A pair of the after state: their band widens ``noise`` (never narrows it).
+    """
+    results = []
+    for segment in segments:
+        if not all(segment in r for r in (*before, *after)):
+            continue
+        band = (noise or {}).get(segment, 0.0)
+        if len(after) >= 2:
+            band = max(band, noise_band(after[0][segment], after[1][segment]) or 0.0)
+        results.append(compare_values(
+            segment, [v for r in before for v in r[segment]],
+            [v for r in after for v in r[segment]], noise=band,
+        ))  # fmt: skip
+    return results
+
+
+def compare(
+    before: Measurement, after: Measurement, noise: dict[str, float] | None = None
+) -> list[Comparison]:
+    """Compare every segment both measurements have; refuse different specs."""
+    check_comparable(before.spec, after.spec)
+    return compare_rounds([before.values], [after.values], SEGMENTS, noise)

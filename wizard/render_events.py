@@ -264,9 +264,16 @@ def _finding(data: dict[str, Any], lang: str) -> Panel:
     return Panel(Group(*lines), title=escape(title), title_align="left", border_style=style)
 
 
+def _rounds(data: dict[str, Any], side: str) -> str:
+    """The round (or pooled rounds) on one side of a comparison: ``direct + direct_aa``."""
+    pooled = data.get(f"{side}_rounds")
+    return " + ".join(map(str, pooled)) if isinstance(pooled, list) and pooled else str(data[side])
+
+
 def _comparison(data: dict[str, Any]) -> Table:
     table = Table(
-        title=f"{data['after']} vs {data['against']} ({data['before']})", title_justify="left"
+        title=f"{_rounds(data, 'after')} vs {data['against']} ({_rounds(data, 'before')})",
+        title_justify="left",
     )
     for column in ("segment", "before p50", "after p50", "change", "95% CI", "verdict"):
         table.add_column(column)
