@@ -194,13 +194,21 @@ def test_unreachable_target_fails_in_one_line_and_writes_nothing(tmp_path: Path)
         ("LAT010: maybe\n", "a change decision is 'apply', 'skip' or a mapping"),
         ("gpus: [1\n", "invalid YAML in answers file"),
         ("- a\n- b\n", "an answers file maps question ids"),
+        # Hostile answers files (issue #15): each was a traceback before.
+        ("gpus: 1" + "0" * 400 + "\n", "answer to 'gpus' must be a number"),
+        ("gpus: 1" + "0" * 5000 + "\n", "a value in the answers file cannot be read"),
+        ("gpus: .inf\n", "answer to 'gpus' must be a number"),
+        ("gpus: 2024-13-45\n", "a value in the answers file cannot be read"),
+        ("gpus: \xff\xfe\n", "not UTF-8 text"),
+        # A key pasted under the wrong question is never echoed.
+        ("gpus: sk-canary-7f3a9\n", "must be a number, got a text of 15 characters"),
     ],
 )
 def test_bad_answers_files(
     healthy_sim: SimProcess, tmp_path: Path, content: str, message: str
 ) -> None:
     answers = tmp_path / "answers.yaml"
-    answers.write_text(content)
+    answers.write_bytes(content.encode("latin-1") if "\xff" in content else content.encode())
     result = subprocess.run(
         wizard_command("run", "--target", healthy_sim.url, "--answers", str(answers),
                        "--transcript", str(tmp_path / "t.ndjson")),
@@ -208,6 +216,7 @@ def test_bad_answers_files(
     )  # fmt: skip
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "canary" not in result.stderr
     assert not (tmp_path / "t.ndjson").exists()
 
 

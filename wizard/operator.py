@@ -12,6 +12,7 @@ The engine knows none of them by name; it calls ``ask`` and ``decide``.
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 import yaml
 
 from wizard.errors import UsageError
+from wizard.numbers import MAX_DIGITS, parse_float
 from wizard.playbook import Finding, Playbook, Question
 
 
@@ -51,11 +53,11 @@ class Operator(Protocol):
 
 def coerce(question: Question, value: Any) -> Any:
     """Check and convert an answer to the question's type; raise UsageError when it does not fit."""
+    # The value given is never echoed: a hurried paste into the wrong key may be a secret.
     if question.type == "number":
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise UsageError(f"answer to '{question.id}' must be a number, got {value!r}") from None
+        number = _number(value)
+        if number is None:
+            raise UsageError(f"answer to '{question.id}' must be a number, got {_kind(value)}")
         return int(number) if number.is_integer() else number
     if question.type == "confirm":
         if isinstance(value, bool):
@@ -64,12 +66,31 @@ def coerce(question: Question, value: Any) -> Any:
             return True
         if str(value).lower() in ("no", "n", "false", "0"):
             return False
-        raise UsageError(f"answer to '{question.id}' must be yes or no, got {value!r}")
+        raise UsageError(f"answer to '{question.id}' must be yes or no, got {_kind(value)}")
     if question.type == "select" and str(value) not in question.choices:
         raise UsageError(
-            f"answer to '{question.id}' must be one of {', '.join(question.choices)}, got {value!r}"
+            f"answer to '{question.id}' must be one of {', '.join(question.choices)}, "
+            f"got {_kind(value)}"
         )
     return value if question.type != "text" else str(value)
+
+
+def _number(value: Any) -> float | None:
+    """A finite number from an int, a float or its text; None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return float(value) if abs(value) < 10**MAX_DIGITS else None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return parse_float(value.strip()) if isinstance(value, str) else None
+
+
+def _kind(value: Any) -> str:
+    """What was given, without the value itself."""
+    if isinstance(value, str):
+        return f"a text of {len(value)} characters"
+    return "nothing" if value is None else f"a {type(value).__name__}"
 
 
 class AutoOperator:
@@ -109,6 +130,12 @@ class ScriptedOperator:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise UsageError(f"cannot read answers file {path}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        except ValueError:
+            # PyYAML's constructors raise plain ValueError for values it recognised but cannot
+            # build, such as the date 2024-13-45.
+            raise UsageError(f"{path}: a value in the answers file cannot be read") from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f":{mark.line + 1}" if mark is not None else ""

@@ -26,6 +26,11 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+def _seconds(value: float | None) -> str:
+    """A timeout that did not parse shows as unknown."""
+    return "?" if value is None else f"{value:g}"
+
+
 def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
     """Percentiles per segment of a stream-report summary, with errors as the caption."""
     table = Table(title=title, title_justify="left")
@@ -190,7 +195,7 @@ def nginx_config_view(report: dict[str, Any]) -> Group:
         table.add_row(
             f"{loc['file']}:{loc['line']}", loc["path"], f"{loc['proxy_buffering']} ({loc['proxy_buffering_from']})",
             "ignored" if loc["ignores_x_accel_buffering"] else "honoured",
-            f"{loc['proxy_read_timeout_s']:g}/{loc['proxy_connect_timeout_s']:g}",
+            f"{_seconds(loc['proxy_read_timeout_s'])}/{_seconds(loc['proxy_connect_timeout_s'])}",
             loc["proxy_http_version"] or "default", "yes" if loc["gzip_event_stream"] else "no",
         )  # fmt: skip
     parts: list[Any] = [table]

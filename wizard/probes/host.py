@@ -10,7 +10,6 @@ collect it; nothing here raises for a missing tool or a machine without GPUs.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -20,10 +19,15 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from wizard.numbers import parse_int
 from wizard.vllm_defaults import default_batch_limits
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 DEVICE = re.compile(r"^GPU\d+$")
+# Memory sizes: a match starts only where a digit run starts and takes at most 9 digits, so a
+# long run of digits costs one pass instead of one backtracking attempt per digit (quadratic).
+MIB = re.compile(r",\s*(\d{1,9})\s*MiB\s*$", re.MULTILINE)
+GB = re.compile(r"(?<!\d)(\d{1,9})\s*GB\b")
 SNIFF_BYTES = 64 * 1024
 NVIDIA_SMI_TIMEOUT_S = 10  # a wedged driver makes nvidia-smi hang; say so instead of waiting
 SMALL_FILE_BYTES = 1024 * 1024
@@ -126,27 +130,25 @@ def parse_lscpu(text: str) -> dict[str, int]:
         if value
     )
     found: dict[str, int] = {}
-    with contextlib.suppress(KeyError, ValueError):
-        found["logical_cpus"] = int(fields["CPU(s)"])
-    with contextlib.suppress(KeyError, ValueError):
-        found["physical_cores"] = int(fields["Core(s) per socket"]) * int(
-            fields.get("Socket(s)", "1")
-        )
+    if (cpus := parse_int(fields.get("CPU(s)"))) is not None:
+        found["logical_cpus"] = cpus
+    cores, sockets = (
+        parse_int(fields.get("Core(s) per socket")),
+        parse_int(fields.get("Socket(s)", "1")),
+    )
+    if cores is not None and sockets is not None:
+        found["physical_cores"] = cores * sockets
     return found
 
 
 def parse_gpu_list(text: str) -> dict[str, Any]:
     """``nvidia-smi -L`` or ``--query-gpu=name,memory.total --format=csv``: names and memory."""
     names = re.findall(r"^GPU \d+: (.+?) \(UUID:", text, re.MULTILINE)
-    memory = [float(m) / 1024 for m in re.findall(r",\s*(\d+)\s*MiB\s*$", text, re.MULTILINE)]
+    memory = [float(m) / 1024 for m in MIB.findall(text)]
     if not names:
-        names = [
-            line.split(",")[0].strip()
-            for line in text.splitlines()
-            if re.search(r",\s*\d+\s*MiB\s*$", line)
-        ]
+        names = [line.split(",")[0].strip() for line in text.splitlines() if MIB.search(line)]
     if not memory:
-        memory = [float(m) for m in re.findall(r"(\d+)\s*GB\b", " ".join(names))]
+        memory = [float(m) for m in GB.findall(" ".join(names))]
     return {
         "gpu_names": names,
         "gpus": len(names) or None,

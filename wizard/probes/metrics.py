@@ -15,6 +15,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from wizard.errors import WizardError
+from wizard.numbers import parse_float, parse_int
 
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 ITL = ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds")
@@ -86,7 +87,7 @@ def parse(text: str) -> MetricsSnapshot:
         raise WizardError("this is HTML, not Prometheus metrics: is the URL the server's /metrics?")
     try:
         families = list(text_string_to_metric_families(text))
-    except (ValueError, IndexError) as exc:
+    except (ValueError, IndexError, OverflowError) as exc:
         detail = "".join(c if c.isprintable() else "?" for c in str(exc))[:120]
         raise WizardError(f"not valid Prometheus text: {detail}") from None
     snap = MetricsSnapshot()
@@ -95,7 +96,9 @@ def parse(text: str) -> MetricsSnapshot:
     histograms: dict[str, dict[str, float]] = {}
     for family in families:
         for sample in family.samples:
-            if not sample.name.startswith("vllm:"):
+            # NaN and infinities are valid exposition but no count: they would also make the
+            # JSON output invalid.
+            if not sample.name.startswith("vllm:") or not math.isfinite(sample.value):
                 continue
             engines.add(sample.labels.get("engine", "0"))
             sums[sample.name] = sums.get(sample.name, 0.0) + sample.value
@@ -107,14 +110,21 @@ def parse(text: str) -> MetricsSnapshot:
                 None,
                 "+Inf",
             ):
-                bound = float(sample.labels["le"])
-                if snap.itl_smallest_bucket_s is None or bound < snap.itl_smallest_bucket_s:
+                bound = parse_float(sample.labels["le"])
+                if bound is not None and (
+                    snap.itl_smallest_bucket_s is None or bound < snap.itl_smallest_bucket_s
+                ):
                     snap.itl_smallest_bucket_s = bound
             if sample.name == "vllm:cache_config_info":
-                snap.num_gpu_blocks = _int(sample.labels.get("num_gpu_blocks"))
-                snap.block_size = _int(sample.labels.get("block_size"))
-                snap.num_gpu_blocks_override = _int(sample.labels.get("num_gpu_blocks_override"))
-                snap.gpu_memory_utilization = _float(sample.labels.get("gpu_memory_utilization"))
+                snap.num_gpu_blocks = parse_int(sample.labels.get("num_gpu_blocks"))
+                snap.block_size = parse_int(sample.labels.get("block_size"))
+                snap.num_gpu_blocks_override = parse_int(
+                    sample.labels.get("num_gpu_blocks_override")
+                )
+                # vLLM writes "None" for an unset value.
+                snap.gpu_memory_utilization = parse_float(
+                    sample.labels.get("gpu_memory_utilization")
+                )
     if not sums:
         snap.stats_disabled = True
         return snap
@@ -134,21 +144,9 @@ def parse(text: str) -> MetricsSnapshot:
     return snap
 
 
-def _int(value: str | None) -> int | None:
-    return int(value) if value is not None and value.isdigit() else None
-
-
-def _float(value: str | None) -> float | None:
-    """A label's number; vLLM writes "None" for an unset value."""
-    try:
-        number = float(value) if value is not None else None
-    except ValueError:
-        return None
-    return number if number is not None and math.isfinite(number) else None
-
-
 def _mean(parts: dict[str, float] | None) -> dict[str, float]:
-    if not parts or not parts.get("count"):
+    # A histogram missing its _sum or _count (a hand-edited or foreign exposition) has no mean.
+    if not parts or not parts.get("count") or "sum" not in parts:
         return {}
     return {"count": parts["count"], "sum": parts["sum"], "mean": parts["sum"] / parts["count"]}
 

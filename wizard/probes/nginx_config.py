@@ -12,6 +12,7 @@ location; an array directive set at an inner level replaces the outer ones), the
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 import tempfile
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any
 import crossplane
 
 from wizard.errors import WizardError
+from wizard.numbers import parse_float
 
 DUMP_MARKER = re.compile(r"^# configuration file (?P<path>.+):\s*$", re.MULTILINE)
 TIME_UNITS = {
@@ -59,9 +61,11 @@ def parse_time(value: str) -> float | None:
     """nginx time (``60s``, ``1m30s``, ``500ms``, a bare number of seconds) in seconds."""
     total, matched = 0.0, False
     for number, unit in re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|M|y)?", value):
-        total += float(number) * TIME_UNITS.get(unit or "s", 1)
+        if (seconds := parse_float(number)) is None:
+            return None
+        total += seconds * TIME_UNITS.get(unit or "s", 1)
         matched = True
-    return total if matched else None
+    return total if matched and math.isfinite(total) else None
 
 
 def load_files(source: Path) -> tuple[dict[str, str], list[str]]:
@@ -113,25 +117,50 @@ def _tag(block: list[dict[str, Any]], path: str) -> None:
             _tag(directive["block"], path)
 
 
-def _expand(block: list[dict[str, Any]], files: dict[str, str], parsed: dict[str, Any], base: str,
-            depth: int = 0) -> list[dict[str, Any]]:  # fmt: skip
-    """Replace ``include`` directives with the included files' directives (globs among ``files``)."""
+# An expanded config larger than this is no real nginx config: includes that multiply (one file
+# included twice by each of twenty nested files) would otherwise take hours and all memory.
+MAX_EXPANDED_DIRECTIVES = 200_000
+
+
+@dataclass
+class _Expansion:
+    files: dict[str, str]
+    parsed: dict[str, Any]
+    base: str
+    directives: int = 0
+
+
+def _expand(block: list[dict[str, Any]], expansion: _Expansion,
+            chain: tuple[str, ...]) -> list[dict[str, Any]]:  # fmt: skip
+    """Replace ``include`` directives with the included files' directives (globs among ``files``).
+
+    ``chain`` is the files being included, outermost first: a file that would include one of them
+    (itself too, through a glob that matches it) is a cycle, which nginx cannot load either.
+    """
     out: list[dict[str, Any]] = []
     for directive in block:
-        if directive["directive"] == "include" and directive["args"] and depth < 20:
+        expansion.directives += 1
+        if expansion.directives > MAX_EXPANDED_DIRECTIVES:
+            raise ConfigSyntaxError(
+                f"{directive['file']}:{directive.get('line', 1)}: the includes expand to more "
+                f"than {MAX_EXPANDED_DIRECTIVES} directives"
+            )
+        if directive["directive"] == "include" and directive["args"]:
             pattern = directive["args"][0]
             if not PurePosixPath(pattern).is_absolute():
-                pattern = str(PurePosixPath(base).parent / pattern)
-            for path in sorted(p for p in files if fnmatch.fnmatch(p, pattern)):
-                if path not in parsed:
-                    parsed[path] = _parse_one(path, files[path], path)
-                out.extend(_expand(parsed[path], files, parsed, base, depth + 1))
+                pattern = str(PurePosixPath(expansion.base).parent / pattern)
+            for path in sorted(p for p in expansion.files if fnmatch.fnmatch(p, pattern)):
+                if path in chain:
+                    raise ConfigSyntaxError(
+                        f"{directive['file']}:{directive.get('line', 1)}: include cycle: "
+                        + " -> ".join((*chain[chain.index(path) :], path))
+                    )
+                if path not in expansion.parsed:
+                    expansion.parsed[path] = _parse_one(path, expansion.files[path], path)
+                out.extend(_expand(expansion.parsed[path], expansion, (*chain, path)))
             continue
         if "block" in directive:
-            directive = {
-                **directive,
-                "block": _expand(directive["block"], files, parsed, base, depth),
-            }
+            directive = {**directive, "block": _expand(directive["block"], expansion, chain)}
         out.append(directive)
     return out
 
@@ -288,7 +317,7 @@ def analyse(source: Path, worst_gap_ms: float | None = None) -> dict[str, Any]:
         if root not in files:
             continue
         parsed[root] = _parse_one(root, files[root], root)
-        tree = _expand(parsed[root], files, parsed, root)
+        tree = _expand(parsed[root], _Expansion(files, parsed, root), (root,))
         # A pasted fragment (a bare server or location) is read as if inside http { }.
         http_levels = [] if any(d["directive"] == "http" for d in tree) else [_level("http", tree)]
         _walk(tree, http_levels, {}, _upstreams(tree), locations)

@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from wizard.numbers import MAX_DIGITS, parse_float, parse_int
+
 MAX_STATS_PER_RUN = 1000
 GLUE = re.compile(
     r"(?<=\S)(?=(?:\([\w\-]+(?: rank=\d+)? pid=\d+\) )?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d)"
@@ -87,8 +89,14 @@ KV_SIZE = re.compile(rf"(?:\b(?P<device>[A-Z][A-Z0-9]*)(?: \+ host)? )?KV cache 
 BLOCKS_OVERRIDE = re.compile(r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(\d+)")
 
 
-def _number(text: str) -> float:
-    return float(text.replace(",", ""))
+def _number(text: str) -> float | None:
+    return parse_float(text.replace(",", ""))
+
+
+def _count(text: str) -> int | None:
+    """A count such as ``1,234,567`` (tokens) or ``12.5`` read as 12; None when out of range."""
+    number = _number(text)
+    return int(number) if number is not None and number < 10**MAX_DIGITS else None
 
 
 def _stamp(line: str) -> str | None:
@@ -217,10 +225,20 @@ def _apply_args(run: Run, text: str) -> None:
     if args is None:
         return
     for key in ARG_KEYS:
-        if key in args and args[key] is not None:
-            value = args[key]
+        if key in args and _plausible(key, value := args[key]):
             name = {"enable_chunked_prefill": "chunked_prefill"}.get(key, key)
             setattr(run, name, value)
+
+
+def _plausible(key: str, value: Any) -> bool:
+    """An argument of the type vLLM gives it (an edited log may say anything)."""
+    if key == "model":
+        return isinstance(value, str)
+    if key in ("enforce_eager", "enable_chunked_prefill"):
+        return isinstance(value, bool)
+    if key == "gpu_memory_utilization":
+        return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 10**MAX_DIGITS
 
 
 def _apply_config(run: Run, config: str) -> None:
@@ -229,7 +247,7 @@ def _apply_config(run: Run, config: str) -> None:
         if match is None:
             continue
         raw = match.group(1)
-        value: Any = raw == "True" if kind is bool else int(raw) if raw.isdigit() else None
+        value: Any = raw == "True" if kind is bool else parse_int(raw)
         if value is None:
             continue
         name = {"max_seq_len": "max_model_len", "enable_chunked_prefill": "chunked_prefill"}.get(
@@ -249,12 +267,12 @@ SEQ_LEN_ERROR = re.compile(r"max seq len \((\d+)\)")
 def _numbers_from_error(run: Run, line: str) -> None:
     # A server that fails its config checks logs no config lines; the message carries the numbers.
     if (match := BUDGET_ERROR.search(line)) is not None:
-        run.max_num_batched_tokens = run.max_num_batched_tokens or int(match.group(1))
-        run.max_model_len = run.max_model_len or int(match.group(2))
+        run.max_num_batched_tokens = run.max_num_batched_tokens or parse_int(match.group(1))
+        run.max_model_len = run.max_model_len or parse_int(match.group(2))
     elif (match := SEQ_LEN_ERROR.search(line)) is not None:
-        run.max_model_len = run.max_model_len or int(match.group(1))
+        run.max_model_len = run.max_model_len or parse_int(match.group(1))
         if (estimated := ESTIMATED_LEN.search(line)) is not None:
-            run.estimated_max_model_len = int(estimated.group(1))
+            run.estimated_max_model_len = parse_int(estimated.group(1))
 
 
 # Every pattern above needs one of these substrings; other lines (request logs, access logs,
@@ -328,26 +346,26 @@ class LogReader:
         if run.model is None and (match := SERVED_MODEL.search(line)) is not None:
             run.model = match.group(1) or match.group(2)
         if (match := re.search(r"Using max model len (\d+)", line)) is not None:
-            run.max_model_len = int(match.group(1))
+            run.max_model_len = parse_int(match.group(1))
         if (
             match := re.search(
                 r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)", line
             )
         ) is not None:
-            run.chunked_prefill, run.max_num_batched_tokens = True, int(match.group(1))
+            run.chunked_prefill, run.max_num_batched_tokens = True, parse_int(match.group(1))
         if (match := KV_SIZE.search(line)) is not None:
-            run.kv_cache_tokens = int(_number(match.group(2)))
+            run.kv_cache_tokens = _count(match.group(2))
             run.kv_cache_device = match.group("device") or run.kv_cache_device
         if (match := BLOCKS_OVERRIDE.search(line)) is not None:
             # The override replaces the profiled count: it is the number of blocks the engine gets.
-            run.num_gpu_blocks_override = run.num_gpu_blocks = int(match.group(1))
+            run.num_gpu_blocks_override = run.num_gpu_blocks = parse_int(match.group(1))
         if (
             match := re.search(rf"Maximum concurrency for {NUM} tokens per request: {NUM}x", line)
         ) is not None:
-            run.max_concurrency_tokens_per_request = int(_number(match.group(1)))
+            run.max_concurrency_tokens_per_request = _count(match.group(1))
             run.max_concurrency = _number(match.group(2))
         if (match := re.search(r"# (?:GPU|cuda) blocks: (\d+)", line)) is not None:
-            run.num_gpu_blocks = int(match.group(1))
+            run.num_gpu_blocks = parse_int(match.group(1))
             run.engine = run.engine or "v0"
         if (
             match := re.search(
@@ -373,12 +391,15 @@ class LogReader:
     def _timings(run: Run, line: str) -> None:
         for name, pattern in TIMINGS:
             if (match := pattern.search(line)) is not None:
-                seconds = float(match.group(1))
+                if (seconds := parse_float(match.group(1))) is None:
+                    continue
                 setattr(run, name, max(seconds, getattr(run, name) or 0.0))
                 if name == "weights_load_s":
                     run.weights_load_ranks += 1
         if (match := DEVICE_MEMORY.search(line)) is not None:
-            run.device_memory_gib = float(match.group("free_total") or match.group("capacity"))
+            run.device_memory_gib = parse_float(
+                match.group("free_total") or match.group("capacity")
+            )
 
     def _warmup(self, run: Run, line: str) -> None:
         # CPU: "Warming up model for the compilation..." ... "Warming up done." (no duration logged).
@@ -390,7 +411,14 @@ class LogReader:
             self._warmup_began = None
 
     def _stats(self, run: Run, match: re.Match[str], line: str) -> None:
-        preemptions = int(match.group("preemptions") or 0)
+        numbers = [
+            parse_int(match.group("running")), parse_int(match.group("waiting")),
+            parse_float(match.group("kv")), parse_float(match.group("prompt")),
+            parse_float(match.group("gen")), parse_int(match.group("preemptions") or "0"),
+        ]  # fmt: skip
+        if None in numbers:  # a number that does not parse: not one of vLLM's stats lines
+            return
+        running, waiting, kv, prompt, gen, preemptions = numbers
         if preemptions:
             run.preemptions_seen = True
             run.preemption_mode = run.preemption_mode or "RECOMPUTE"  # V1 recomputes, always
@@ -404,13 +432,12 @@ class LogReader:
             run.kv_cache_device = word if word.isalnum() and word.isupper() else None
         # The key keeps its old name whatever the device (a contract other tools read).
         stats = {
-            "running": int(match.group("running")), "waiting": int(match.group("waiting")),
-            "gpu_kv_cache_usage_pct": float(match.group("kv")),
-            "prompt_throughput": float(match.group("prompt")), "generation_throughput": float(match.group("gen")),
+            "running": running, "waiting": waiting, "gpu_kv_cache_usage_pct": kv,
+            "prompt_throughput": prompt, "generation_throughput": gen,
             "preemptions": preemptions,
         }  # fmt: skip
         if (prefix := match.group("prefix")) is not None:  # V1 only; absent from V0's lines
-            stats["prefix_cache_hit_rate_pct"] = float(prefix)
+            stats["prefix_cache_hit_rate_pct"] = parse_float(prefix)
         run.stats.append(stats)
         if len(run.stats) > MAX_STATS_PER_RUN:
             del run.stats[0]
