@@ -111,6 +111,18 @@ def test_demo_without_nginx_says_so_and_unknown_scenario_fails_fast(tmp_path: Pa
     assert result.returncode == 2 and "unknown scenario 'nope'" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [("max_num_seqs", "expected NAME=VALUE"), ("max_num_seqs=", "expected NAME=VALUE"),
+     ("tensor_parallel_size=2", "the demo can set gpu_memory_utilization")],
+)  # fmt: skip
+def test_demo_refuses_an_engine_flag_it_cannot_set(flag: str, message: str) -> None:
+    result = subprocess.run(wizard_command("demo", "--engine-flag", flag), capture_output=True,
+                            text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
 @requires_nginx
 @pytest.mark.parametrize(
     ("sim_args", "directives", "with_conf", "expected"),

@@ -17,6 +17,9 @@ DOWN = "\x1b[B"
 CLEAR = "\x15"  # Ctrl-U: the prompt is pre-filled with the default
 
 
+LOADGEN_PROMPT = r"Validate with LoadGen[\s\S]*?\(Y/n\)"
+
+
 def spawn(*args: str) -> pexpect.spawn:
     env = {
         **os.environ,
@@ -33,8 +36,11 @@ def spawn(*args: str) -> pexpect.spawn:
 def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> None:
     path = tmp_path / "interactive.ndjson"
     child = spawn("run", "--target", healthy_sim.url, "--transcript", str(path))
+    child.expect(LOADGEN_PROMPT)  # asked before the baseline: LoadGen runs before and after
+    time.sleep(1.0)
+    child.sendline("n")
     child.expect("How many GPUs")
-    child.sendintr()  # Ctrl-C at the first question
+    child.sendintr()  # Ctrl-C at the first question past the baseline
     child.expect("continue with: latency-wizard resume")
     child.expect(pexpect.EOF)
     child.close()
@@ -47,8 +53,7 @@ def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> N
     child.expect("resuming")
     prompts = [
         "How many GPUs", "physical CPU cores", r"LAT\d{3}: apply", "tensor-parallel-size",
-        "How are the GPUs linked", "How many nodes", r"LoadGen SingleStream validation[^\n]*\(Y/n\)",
-        "walk complete",
+        "How are the GPUs linked", "How many nodes", LOADGEN_PROMPT, "walk complete",
     ]  # fmt: skip
     declined = []
     previous: tuple[int, str] | None = None
@@ -126,6 +131,9 @@ def test_a_server_fixed_after_a_failed_start_is_measured(tmp_path: Path) -> None
     try:
         time.sleep(1.0)
         child.send("y")
+        child.expect(LOADGEN_PROMPT)
+        time.sleep(1.0)
+        child.sendline("n")
         child.expect("measuring direct: 4 streams")  # a status line while the round runs
         child.expect("How many GPUs")  # past the baseline: the walk measured the fixed server
         child.sendintr()

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wizard import conditions
+from wizard.vllm_defaults import SMALLEST_DEFAULT_BATCHED_TOKENS
 
 # Where the server's current engine configuration is read, most authoritative first: what the live
 # server reports about itself, then its log (the incident's run), then /v1/models.
@@ -262,16 +263,41 @@ def smaller_budget(
 def larger_budget(
     facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
 ) -> Proposal:
-    """LAT012: twice the prefill tokens per step, so long prompts need half the steps."""
+    """LAT012: the budget vLLM itself picks for this GPU class, which the server's is below.
+
+    Without the GPU class: enough tokens per step to bring long prompts' TTFT back under the
+    finding's bar (3x the baseline TTFT; a long prompt's TTFT is about its number of prefill
+    steps, prompt / budget), at least twice today's and at least 2048 (the smallest class default),
+    never past the long prompt itself (more buys nothing).
+    """
     budget = _budget(facts)
     if budget is None:
         return _unknown(
             template, "max_num_batched_tokens",
             "--max-num-batched-tokens <twice today's value: read it in the log's non-default args>",
         )  # fmt: skip
-    after = int(budget.value) * 2
+    today = int(budget.value)
+    default = _fact(facts, "host.batch_budget_default")
+    if isinstance(default, int) and today < default:
+        return _vllm("max_num_batched_tokens", budget, default, (
+            f"vLLM's default for this GPU class is {default} prefill tokens per step; at {today} "
+            "a long prompt waits many more steps for its first token"
+        ))  # fmt: skip
+    long_ttft, base_ttft = (
+        _fact(facts, "long.steady.ttft_p50"),
+        _fact(facts, "direct.steady.ttft_p50"),
+    )
+    factor, why = 2, "a long prompt needs half as many steps to its first token"
+    if isinstance(long_ttft, int | float) and isinstance(base_ttft, int | float) and base_ttft > 0:
+        factor = max(factor, math.ceil(long_ttft / (3 * base_ttft)))
+        why = (f"long prompts' TTFT p50 {long_ttft:.0f} ms is {long_ttft / base_ttft:.0f}x the "
+               f"baseline's {base_ttft:.0f} ms, and the bar is 3x")  # fmt: skip
+    after = max(today * factor, SMALLEST_DEFAULT_BATCHED_TOKENS)
+    prompt = _fact(facts, "long.spec.input_tokens")
+    if isinstance(prompt, int) and prompt > today:
+        after = max(min(after, 1 << (prompt - 1).bit_length()), today * 2)
     return _vllm("max_num_batched_tokens", budget, after, (
-        f"twice today's {budget.value}: a long prompt needs half as many steps to its first token"
+        f"{after / today:.3g}x today's {today} prefill tokens per step: {why}"
     ))  # fmt: skip
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from wizard.errors import WizardError
+from wizard.errors import UsageError, WizardError
 from wizard.nginx_runner import Nginx, find_nginx, free_port
 from wizard.operator import Decision
 
@@ -39,6 +39,22 @@ UPSTREAM_NOTE = (
     "which nginx's default proxy_buffering holds back in bursts; a stock vLLM (httptools) answers "
     "chunked and nginx passes its events through"
 )
+
+
+def engine_flags(given: list[str]) -> dict[str, str]:
+    """``NAME=VALUE`` items (``--engine-flag``) as simulator flags; a clear error for anything else."""
+    flags = {}
+    for item in given:
+        name, sep, value = item.partition("=")
+        name = name.strip().removeprefix("--").replace("-", "_")
+        if not sep or not value.strip():
+            raise UsageError(f"--engine-flag {item!r}: expected NAME=VALUE, e.g. max_num_seqs=4")
+        if name not in SIM_FLAGS:
+            raise UsageError(
+                f"--engine-flag {item!r}: the demo can set {', '.join(sorted(SIM_FLAGS))}"
+            )
+        flags[name] = value.strip()
+    return flags
 
 
 class DemoStack:

@@ -254,10 +254,14 @@ async def _sweep(session: Session) -> None:
 async def _probe(
     session: Session, node: Node, call: ProbeCall, round_label: str | None = None
 ) -> dict[str, Any]:
-    # `repeat_of: AS` marks an A/A round (the same measurement again): not a probe parameter.
+    # `repeat_of: AS` marks an A/A round (the same measurement again), `compare_with: AS` a run
+    # to set beside an earlier one (LoadGen after the changes, P6.5): not probe parameters.
     repeat_of = call.params.get("repeat_of")
+    compare_with = call.params.get("compare_with")
     params = {
-        key: _resolve(value, session) for key, value in call.params.items() if key != "repeat_of"
+        key: _resolve(value, session)
+        for key, value in call.params.items()
+        if key not in ("repeat_of", "compare_with")
     }
     label = round_label or call.as_
     session.on_busy({"probe": call.name, "round": label, "params": params})
@@ -285,7 +289,32 @@ async def _probe(
         session.last_measure[call.as_] = (call, params)
         if repeat_of:
             _noise(session, node, str(repeat_of), measurement)
+    if compare_with and result.error is None:
+        _side_by_side(session, node, str(compare_with), call.as_)
     return result.facts
+
+
+def _side_by_side(session: Session, node: Node, before_as: str, after_as: str) -> None:
+    """The same validation run before the first change and after the last, side by side."""
+    before, after = session.facts.get(before_as) or {}, session.facts.get(after_as) or {}
+    missing = [as_ for as_, run in ((before_as, before), (after_as, after))
+               if not any((run.get("values") or {}).values())]  # fmt: skip
+    if missing:
+        session.record("note", node.id, {"text": (
+            f"{after_as} is not set beside {before_as}: {' and '.join(missing)} measured no "
+            "latency evidence (not run, failed queries, or Offline)"
+        )})  # fmt: skip
+        return
+    if before.get("fingerprint") != after.get("fingerprint"):
+        session.record("note", node.id, {"text": (
+            f"{after_as} is not set beside {before_as}: they ran under different specs"
+        )})  # fmt: skip
+        return
+    rounds = [{"as": as_, "round": as_, "fingerprint": run["fingerprint"],
+               "spec": run["measured_spec"], "values": run["values"]}
+              for as_, run in ((before_as, before), (after_as, after))]  # fmt: skip
+    label = "before the changes" if session.changes else "the same run earlier (nothing changed)"
+    _compare(session, node, rounds[:1], rounds[1:], label)
 
 
 def _noise(session: Session, node: Node, first_as: str, again: dict[str, Any]) -> None:

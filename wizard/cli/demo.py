@@ -36,6 +36,25 @@ def register(subparsers: Any) -> None:
     demo.add_argument(
         "--no-nginx", action="store_true", help="do not put nginx in front of the simulator"
     )
+    demo.add_argument(
+        "--withhold",
+        action="append",
+        choices=["log", "host"],
+        default=[],
+        metavar="{log,host}",
+        help="walk without this evidence (the vLLM log, or the GPU host's files), as an engineer "
+        "who has no access to it would; repeat for both. Shows what the walk finds from "
+        "measurements and /metrics alone",
+    )
+    demo.add_argument(
+        "--engine-flag",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="start the simulator with this vLLM flag as well, on top of the scenario (a second "
+        "fault): max_num_seqs=4, max_num_batched_tokens=16384, gpu_memory_utilization=0.73, "
+        "max_model_len=...; the walk may change it like any other",
+    )
     demo.set_defaults(handler=demo_command)
 
 
@@ -47,16 +66,18 @@ def demo_command(args: argparse.Namespace) -> int:
 
     from wizard import playbook
     from wizard.cli.run import _create, default_language, default_transcript_path, execute
-    from wizard.demo import UPSTREAM_NOTE, DemoStack
+    from wizard.demo import UPSTREAM_NOTE, DemoStack, engine_flags
     from wizard.operator import AutoOperator, InteractiveOperator, ScriptedOperator
     from wizard.render import console
     from wizard.sim.scenarios import get_scenario
     from wizard.transcript import Redactor
 
     get_scenario(args.scenario)  # unknown names fail before anything starts
+    flags = engine_flags(args.engine_flag)
     book = playbook.load()
     screen = console()
     stack = DemoStack(args.scenario, with_nginx=not args.no_nginx)
+    stack.sim_flags.update(flags)
 
     def terminate(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
@@ -87,8 +108,10 @@ def demo_command(args: argparse.Namespace) -> int:
         header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
                   "target": stack.sim_url, "proxy": proxy, "lang": args.lang or default_language(),
                   "nginx_conf": str(stack.nginx.config_path) if stack.nginx is not None else None,
-                  "vllm_log": str(stack.sim_log), "host_evidence": str(stack.host_evidence),
-                  "demo": {"scenario": args.scenario, "nginx": proxy is not None}}  # fmt: skip
+                  "vllm_log": None if "log" in args.withhold else str(stack.sim_log),
+                  "host_evidence": None if "host" in args.withhold else str(stack.host_evidence),
+                  "demo": {"scenario": args.scenario, "nginx": proxy is not None,
+                           "engine_flags": flags, "withheld": sorted(set(args.withhold))}}  # fmt: skip
         writer = _create(path, header, Redactor())
         args.timeout = 60.0
         hint = "the demo's processes are stopped with it; start it again with: latency-wizard demo"

@@ -97,6 +97,9 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
                 facts[f"{api}_error"] = None if status == 200 else _message(text)
             facts["chat_template_missing"] = "chat template" in (facts.get("chat_error") or "")
             facts["suffix"] = await _suffix(client, base, facts["model"], ctx.headers)
+            # Each of these pings is a request the server answers: they, not the first round's
+            # warm-up, are a fresh server's first requests (LAT042 counts them out).
+            facts["generation_requests_sent"] = 3
     return facts
 
 

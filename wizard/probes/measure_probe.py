@@ -141,6 +141,9 @@ class _ServerWatch:
         return {
             "available": True,
             "generation": after.generation,
+            # Requests the server had answered before this round (its lifetime TTFT count): a
+            # server that served before is past its cold start, whatever its first samples say.
+            "requests_before": before.ttft_s.get("count", 0.0),
             # The engine's own word on queueing: how much of its TTFT requests spent waiting.
             "queue_mean_ms": queue * 1000 if queue is not None else None,
             "queue_share_of_ttft": queue / server_ttft

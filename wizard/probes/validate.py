@@ -396,9 +396,10 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         min_queries=int(params.get("min_queries", 64)),
     )  # fmt: skip
     outdir = Path(params.get("outdir") or tempfile.mkdtemp(prefix="latency-wizard-loadgen-"))
+    url = ctx.url_for(params.get("path", "direct"))
     result = await asyncio.to_thread(
         run_validation,
-        ctx.url_for(params.get("path", "direct")),
+        url,
         request,
         spec,
         outdir,
@@ -406,4 +407,14 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     )
     report = result.to_dict()
     report["outdir"] = str(outdir)
+    # The client's samples of a run whose latencies are evidence (not Offline, nothing failed), so
+    # the walk can set the run after its last change beside the one before its first (P6.5).
+    measured = result.measurement_spec(request, url)
+    report["fingerprint"] = measured.fingerprint()
+    report["measured_spec"] = asdict(measured)
+    ok = [s for s in result.samples if s.ok] if report["latency_evidence"] else []
+    report["values"] = {
+        "ttft_ms": [s.ttft_ms for s in ok if s.ttft_ms is not None],
+        "tpot_ms": [s.tpot_ms for s in ok if s.tpot_ms is not None],
+    }
     return report
