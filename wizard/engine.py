@@ -20,7 +20,7 @@ from wizard.measure import (
     compare_rounds,
     noise_band,
 )
-from wizard.operator import Operator, coerce
+from wizard.operator import Decision, Operator, coerce
 from wizard.playbook import END, Finding, Node, Playbook, ProbeCall
 from wizard.probes.runner import ProbeContext, run_probe
 from wizard.transcript import TranscriptWriter
@@ -112,6 +112,8 @@ def restore(session: Session, events: list[dict[str, Any]]) -> str:
             session.measurements.append(data)
         elif kind == "change":
             session.changes.append(data)
+            if data.get("layer") == "client" and data.get("after") is not None:
+                session.ctx.client_concurrency = int(data["after"])
         elif kind == "comparison":
             session.comparisons.append(data)
         elif kind == "noise":
@@ -264,6 +266,11 @@ async def _probe(
         if key not in ("repeat_of", "compare_with")
     }
     label = round_label or call.as_
+    cap = session.ctx.client_concurrency
+    if call.name == "measure" and cap and int(params.get("concurrency", 1)) > cap:
+        # The wizard lowered its own concurrency after finding its client the bottleneck
+        # (LAT050): rounds above it would measure the client again, not the server.
+        params = {**params, "concurrency": cap}
     session.on_busy({"probe": call.name, "round": label, "params": params})
     try:
         result = await run_probe(call.name, session.ctx, params)
@@ -351,7 +358,15 @@ async def _finding(session: Session, node: Node, finding: Finding) -> None:
     if unusable:
         session.record("note", node.id, {"text": f"{finding.code}: no value to apply ({unusable})"})
         return
-    decision = await session.operator.decide(finding, session.lang)
+    if finding.change.get("layer") == "client":
+        # The wizard's own measuring client: the wizard changes it itself, nobody is asked.
+        decision = Decision(applied=True, layer="client", parameter=str(finding.change["parameter"]),
+                            before=str(finding.change.get("before")),
+                            after=str(finding.change["after"]),
+                            note="the wizard lowered its own concurrency and measures again")  # fmt: skip
+        session.ctx.client_concurrency = int(finding.change["after"])
+    else:
+        decision = await session.operator.decide(finding, session.lang)
     if not decision.applied:
         session.record(
             "note", node.id, {"text": f"{finding.code}: change not applied ({decision.note})"}

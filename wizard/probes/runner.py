@@ -27,6 +27,9 @@ class ProbeContext:
     vllm_log: str | None = None
     host_evidence: str | None = None
     session: Any = None  # the walk's session, for probes that audit its history
+    # The most streams the wizard's own client may open per round, once it has found itself the
+    # bottleneck (LAT050) and lowered its own concurrency; None: the playbook's own numbers.
+    client_concurrency: int | None = None
 
     def url_for(self, path: str) -> str:
         """The base URL of an access path ("direct" or "proxy")."""
