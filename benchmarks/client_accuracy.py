@@ -1,14 +1,21 @@
-"""Client timing accuracy and capacity against the simulator's ground truth.
+"""Client timing accuracy, side by side with a raw-socket floor, against the simulator's ground truth.
 
-Run on demand: ``python benchmarks/client_accuracy.py [--streams 1 16 64 256]``. The simulator is
-pinned to CPU 0, this client to CPU 1. For every request, the client's arrival time of each output
-event is compared with the simulator's record of when it handed those bytes to the socket
-(``/sim/trace`` ``sent_ns``; both are CLOCK_MONOTONIC on the same machine):
-- TTFT error: client first-output time minus server send time of the first token;
-- ITL error: each client gap minus the matching server gap.
-Also reported: the client's self-check (event-loop lag, CPU) and CPU seconds per 1,000 tokens, and
-the fixed overhead of ``probe stream --repeat 1`` as a whole process. Results go to
-``benchmarks/results/client_accuracy.md``.
+Run on demand: ``python benchmarks/client_accuracy.py [--streams 1 16 64]``. The simulator is pinned
+to CPU 0, each client pass runs in a fresh process pinned to CPU 1 (so its first request is a
+process's first request, lazy imports and all). Ground truth is the simulator's record, on the same
+CLOCK_MONOTONIC, of when each request reached the engine and when each token's bytes were handed
+to the socket (``/sim/trace`` ``arrival_ns`` and ``sent_ns``): true TTFT = first ``sent_ns`` minus
+``arrival_ns``. A client's TTFT error is the TTFT it reports minus the true one; the server-side
+part of that error (parsing the request before the engine sees it) is the same for every client,
+which is what the floor shows.
+
+Two clients, each with one connection per stream, the first request on each connection cold and
+the rest warm:
+- ``wizard``: ``probe load``'s code (``run_load``), its own TTFT, ITL and CPU;
+- ``floor``: a minimal client on raw asyncio transports that stamps just before its one write and
+  again when the first event's bytes arrive: no HTTP library, no parsing beyond finding them.
+Also reported: client CPU seconds per 1,000 output tokens, and the fixed overhead of
+``probe stream --repeat 1`` as a whole process. Results go to ``benchmarks/results/client_accuracy.md``.
 """
 
 from __future__ import annotations
@@ -16,58 +23,173 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
-
-import httpx
-from _common import start_sim
-
-from wizard import aio
-from wizard.measure import percentile
-from wizard.probes.load import run_load
-from wizard.probes.stream import RequestSpec
+from typing import Any
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-STOCK_LOOP = "--stock-loop" in sys.argv
+REQUEST_ID = re.compile(rb'"id":\s*"([^"]+)"')
 
 
-def accuracy(url: str, streams: int, tokens: int) -> dict[str, float]:
-    httpx.delete(url + "/sim/trace")
+def body(tokens: int) -> bytes:
+    from wizard.probes.stream import RequestSpec
+
+    return json.dumps(RequestSpec(model=MODEL, input_tokens=16, max_tokens=tokens).body()).encode()
+
+
+class _FloorStream(asyncio.Protocol):
+    """One keep-alive connection: write a request, stamp the first event, wait for the chunked end."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.first_event_ns: int | None = None
+        self.done: asyncio.Future[None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport
+
+    def data_received(self, data: bytes) -> None:
+        now = time.monotonic_ns()
+        self.buffer += data
+        if self.first_event_ns is None and b"data: {" in self.buffer:
+            self.first_event_ns = now
+        if self.buffer.endswith(b"\r\n0\r\n\r\n") and self.done and not self.done.done():
+            self.done.set_result(None)
+
+    async def request(self, raw: bytes) -> tuple[int, int, bytes]:
+        assert self.transport is not None
+        self.buffer.clear()
+        self.first_event_ns = None
+        self.done = asyncio.get_running_loop().create_future()
+        sent = time.monotonic_ns()
+        self.transport.write(raw)
+        await self.done
+        assert self.first_event_ns is not None
+        return sent, self.first_event_ns, bytes(self.buffer)
+
+
+async def floor_pass(url: str, streams: int, per_stream: int, tokens: int) -> dict[str, Any]:
+    host, port = url.removeprefix("http://").split(":")
+    payload = body(tokens)
+    raw = (
+        f"POST /v1/completions HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(payload)}\r\n\r\n"
+    ).encode() + payload
+    loop = asyncio.get_running_loop()
+    samples: list[dict[str, Any]] = []
+
+    async def worker() -> None:
+        connect = time.monotonic_ns()
+        _, stream = await loop.create_connection(_FloorStream, host, int(port))
+        connected = time.monotonic_ns()
+        for index in range(per_stream):
+            sent, first, response = await stream.request(raw)
+            match = REQUEST_ID.search(response)
+            samples.append({
+                "request_id": match.group(1).decode() if match else None,
+                "ttft_ms": (first - sent) / 1e6, "cold": index == 0,
+                "connect_ms": (connected - connect) / 1e6 if index == 0 else None,
+            })  # fmt: skip
+        assert stream.transport is not None
+        stream.transport.close()
+
+    await asyncio.gather(*(worker() for _ in range(streams)))
+    return {"samples": samples, "tokens": streams * per_stream * tokens}
+
+
+async def wizard_pass(url: str, streams: int, per_stream: int, tokens: int) -> dict[str, Any]:
+    from wizard.probes.load import run_load
+    from wizard.probes.stream import RequestSpec
+
     spec = RequestSpec(model=MODEL, input_tokens=16, max_tokens=tokens)
-    load = run_load(url, spec, concurrency=streams, requests=streams, timeout_s=300)
-    result = asyncio.run(load) if STOCK_LOOP else aio.run(load)
+    result = await run_load(
+        url, spec, concurrency=streams, requests=streams * (per_stream - 1), timeout_s=300
+    )
+    samples = [
+        {
+            "request_id": s.request_id,
+            "ttft_ms": s.ttft_ms,
+            "cold": cold,
+            "connect_ms": s.connect_ms,
+            "output_times_ns": s.output_times_ns,
+        }
+        for cold, group in ((True, result.warmup), (False, result.samples))
+        for s in group
+        if s.ok
+    ]
+    return {
+        "samples": samples,
+        "tokens": result.health.output_tokens,
+        "client": result.health.to_dict(),
+    }
+
+
+def one_pass(client: str, url: str, streams: int, per_stream: int, tokens: int) -> None:
+    """Run in a fresh process: one client's pass; prints its samples and CPU as JSON."""
+    import psutil
+
+    from wizard import aio
+    from wizard.probes import load  # noqa: F401  (imports are start-up, not the client's per-token cost)
+
+    process = psutil.Process()
+    cpu_before = sum(process.cpu_times()[:2])
+    run = floor_pass if client == "floor" else wizard_pass
+    result = aio.run(run(url, streams, per_stream, tokens))
+    result["cpu_s"] = sum(process.cpu_times()[:2]) - cpu_before
+    print(json.dumps(result))
+
+
+def measure(client: str, url: str, streams: int, per_stream: int, tokens: int) -> dict[str, Any]:
+    import httpx
+
+    from wizard.measure import percentile
+
+    httpx.delete(url + "/sim/trace")
+    pin = ["taskset", "-c", "1"] if shutil.which("taskset") and (os.cpu_count() or 1) > 1 else []
+    command = [*pin, sys.executable, __file__, "--one", client, url, str(streams),
+               str(per_stream), str(tokens)]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"{client} pass failed:\n{done.stderr[-2000:]}")
+    result = json.loads(done.stdout)
     trace = {
         r["request_id"]: r for r in httpx.get(url + "/sim/trace", timeout=60).json()["requests"]
     }
-    ttft_err, itl_err = [], []
-    for sample in result.samples:
-        truth = trace.get(sample.request_id or "")
-        if not sample.ok or truth is None or len(truth["sent_ns"]) != len(sample.output_times_ns):
-            continue  # merged events (writer behind) have no one-to-one truth; counted below
+    errors: dict[bool, list[float]] = {True: [], False: []}
+    itl_err: list[float] = []
+    connects = []
+    for sample in result["samples"]:
+        truth = trace.get(sample["request_id"] or "")
+        if truth is None or not truth["sent_ns"]:
+            continue
         sent = truth["sent_ns"]
-        ttft_err.append((sample.output_times_ns[0] - sent[0]) / 1e6)
-        client_gaps = [b - a for a, b in itertools.pairwise(sample.output_times_ns)]
-        server_gaps = [b - a for a, b in itertools.pairwise(sent)]
-        itl_err.extend((c - s) / 1e6 for c, s in zip(client_gaps, server_gaps, strict=True))
-    tokens_total = sum(s.output_tokens for s in result.ok_samples)
-    cpu_s = result.health.cpu_fraction * result.wall_s
-    return {
-        "streams": streams,
-        "matched": len(ttft_err),
-        "ttft_err_p50": percentile(ttft_err, 50) or 0.0,
-        "ttft_err_p99": percentile(ttft_err, 99) or 0.0,
-        "itl_err_p50": percentile(itl_err, 50) or 0.0,
-        "itl_err_p99": percentile(itl_err, 99) or 0.0,
-        "tokens_per_s": tokens_total / result.wall_s,
-        "cpu_s_per_1k_tokens": cpu_s / tokens_total * 1000 if tokens_total else 0.0,
-        "loop_lag_p90": result.health.loop_lag_p90_ms,
-        "saturated": float(result.health.saturated),
-    }
+        errors[sample["cold"]].append(sample["ttft_ms"] - (sent[0] - truth["arrival_ns"]) / 1e6)
+        if sample.get("connect_ms") is not None:
+            connects.append(sample["connect_ms"])
+        times = sample.get("output_times_ns")
+        if times and len(times) == len(sent) and not sample["cold"]:
+            client_gaps = [b - a for a, b in itertools.pairwise(times)]
+            server_gaps = [b - a for a, b in itertools.pairwise(sent)]
+            itl_err.extend((c - s) / 1e6 for c, s in zip(client_gaps, server_gaps, strict=True))
+    cold, warm = errors[True], errors[False]
+    row = {
+        "client": client, "streams": streams, "cold_n": len(cold), "warm_n": len(warm),
+        "cold_p50": percentile(cold, 50), "cold_max": max(cold, default=None),
+        "warm_p50": percentile(warm, 50), "warm_p99": percentile(warm, 99),
+        "itl_p50": percentile(itl_err, 50), "itl_p99": percentile(itl_err, 99),
+        "connect_p50": percentile(connects, 50),
+        "cpu_per_1k": result["cpu_s"] / result["tokens"] * 1000 if result["tokens"] else None,
+        "self_check": result.get("client"),
+    }  # fmt: skip
+    return row
 
 
 def fixed_overhead(url: str, repeat: int) -> float:
@@ -81,47 +203,57 @@ def fixed_overhead(url: str, repeat: int) -> float:
     return statistics.median(walls)
 
 
+def _f(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--streams", type=int, nargs="+", default=[1, 16, 64, 256])
+    parser.add_argument("--streams", type=int, nargs="+", default=[1, 16, 64])
     parser.add_argument("--tokens", type=int, default=64)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--per-stream", type=int, default=0,
+                        help="requests per connection (default: 40 at 1 stream, 8 at 16, 4 at 64)")  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=1, help="passes per client and stream count")
     parser.add_argument(
         "--out", default=str(Path(__file__).parent / "results" / "client_accuracy.md")
     )
-    parser.add_argument(
-        "--stock-loop", action="store_true", help="asyncio's loop instead of uvloop"
-    )
     args = parser.parse_args()
-    if shutil.which("taskset") and (os.cpu_count() or 1) > 1:
-        os.sched_setaffinity(0, {1})
+    from _common import start_sim
+
     process, url = start_sim()
     rows = []
     try:
         for streams in args.streams:
-            runs = [accuracy(url, streams, args.tokens) for _ in range(args.repeat)]
-            row = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
-            rows.append(row)
-            print(row, flush=True)
+            per_stream = args.per_stream or {1: 40, 16: 8}.get(streams, 4)
+            for _, client in itertools.product(range(args.repeat), ("floor", "wizard")):
+                row = measure(client, url, streams, per_stream, args.tokens)
+                rows.append(row)
+                print({k: v for k, v in row.items() if k != "self_check"}, flush=True)
         overhead = fixed_overhead(url, 5)
     finally:
         process.terminate()
         process.wait()
     lines = [
         f"# Client accuracy ({time.strftime('%Y-%m-%d')}; {args.tokens} output tokens per request; "
-        f"median of {args.repeat} runs; simulator on CPU 0, client on CPU 1; client loop: "
-        f"{'asyncio stock' if STOCK_LOOP else 'uvloop'})",
+        "simulator on CPU 0, each client pass a fresh process on CPU 1; TTFT error = the client's "
+        "TTFT minus the simulator's first-token send time less its arrival time)",
         "",
-        "| streams | matched requests | TTFT error p50 / p99 (ms) | ITL error p50 / p99 (ms) | "
-        "tokens/s | client CPU s per 1k tokens | loop lag p90 (ms) | saturated |",
-        "|---|---|---|---|---|---|---|---|",
+        "| streams | client | cold n | cold TTFT error p50 / max (ms) | warm n | warm TTFT error "
+        "p50 / p99 (ms) | warm ITL error p50 / p99 (ms) | connect p50 (ms) | client CPU s per 1k "
+        "tokens | self-check |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    lines += [
-        f"| {r['streams']:.0f} | {r['matched']:.0f} | {r['ttft_err_p50']:.2f} / {r['ttft_err_p99']:.2f} | "
-        f"{r['itl_err_p50']:.2f} / {r['itl_err_p99']:.2f} | {r['tokens_per_s']:.0f} | "
-        f"{r['cpu_s_per_1k_tokens']:.3f} | {r['loop_lag_p90']:.1f} | {'yes' if r['saturated'] else 'no'} |"
-        for r in rows
-    ]
+    for r in rows:
+        check = r["self_check"]
+        verdict = "-" if check is None else (check["cause"] or "ok")
+        if check is not None:
+            verdict += f" (send delay p99 {check['send_delay_p99_ms']:.2f} ms)"
+        lines.append(
+            f"| {r['streams']} | {r['client']} | {r['cold_n']} | {_f(r['cold_p50'])} / "
+            f"{_f(r['cold_max'])} | {r['warm_n']} | {_f(r['warm_p50'])} / {_f(r['warm_p99'])} | "
+            f"{_f(r['itl_p50'])} / {_f(r['itl_p99'])} | {_f(r['connect_p50'])} | "
+            f"{_f(r['cpu_per_1k'], 3)} | {verdict} |"
+        )
     lines += [
         "",
         f"Fixed overhead of `probe stream --repeat 1` (whole process, median of 5): {overhead:.2f} s",
@@ -133,4 +265,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == "--one":
+        client, url, streams, per_stream, tokens = sys.argv[2:7]
+        one_pass(client, url, int(streams), int(per_stream), int(tokens))
+    else:
+        main()

@@ -216,9 +216,13 @@ def test_probe_load_cli_json(healthy_sim: SimProcess) -> None:
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["steady"]["summary"]["succeeded"] == 8
-    assert report["cold"]["summary"]["requests"] == 1
+    # Cold is each connection's first request, not just the first --warmup sent.
+    assert report["cold"]["summary"]["requests"] == 4
+    assert all(s["cold"] and s["connect_ms"] is not None for s in report["cold"]["samples"])
+    assert not any(s["cold"] or s["connect_ms"] for s in report["steady"]["samples"])
+    assert report["steady_reconnects"] == 0
     assert report["client"]["saturated"] in (True, False)
-    assert "9/9 requests" in result.stderr  # plain progress lines when stderr is not a TTY
+    assert "12/12 requests" in result.stderr  # plain progress lines when stderr is not a TTY
 
 
 @pytest.mark.parametrize(

@@ -27,9 +27,11 @@ Exit status: 0 when at least one request succeeded, 1 when none did, 2 on usage 
 
 LOAD_DESCRIPTION = f"""\
 Closed-loop load: keep --concurrency identical streams in flight for --requests requests (or for
---duration seconds). The first --warmup requests are the cold ones and are reported apart from
-steady state. The client checks itself (event-loop lag, its own CPU); when it is saturated the
-result says so (cause client_saturated) instead of blaming the server.
+--duration seconds), one connection per stream. Cold requests (each connection's first, and the
+first --warmup sent) are reported apart from steady state; latencies start when a request's first
+byte leaves, with pool wait, connect and TLS reported apart. The client checks itself (event-loop
+lag, its own CPU, how long requests waited to leave); when it is saturated the result says so
+(cause client_saturated) instead of blaming the server.
 
 {DEFINITIONS}
 Exit status: 0 when at least one steady request succeeded, 1 when none did, 2 on usage errors."""
@@ -106,7 +108,10 @@ def register(subparsers: Any) -> None:
     amount.add_argument("--requests", type=int, help="steady-state requests (default 32)")
     amount.add_argument("--duration", type=float, help="seconds of steady-state load instead")
     load.add_argument(
-        "--warmup", type=int, default=2, help="cold requests reported apart (default 2)"
+        "--warmup",
+        type=int,
+        default=2,
+        help="cold requests beyond each connection's first (default 2)",
     )
     load.set_defaults(handler=run_load_command)
     validate = probes.add_parser(

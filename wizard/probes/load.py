@@ -1,30 +1,48 @@
 """Closed-loop load: N identical streams at a fixed concurrency, with a client self-check.
 
-Warm-up requests (the first ``warmup`` to be sent) are the cold ones: they are reported apart from
-the steady-state samples and never mixed into the same statistic (P1.2, P7.1). While the load runs,
-the client watches itself: event-loop lag and its own CPU use. A saturated client would inflate
-every latency it measures, so the result says ``client_saturated`` instead of blaming the server.
+Each worker owns one connection (its own pool of one): a request never waits for a connection it
+does not need, which a shared pool makes it do at 8 streams and up (encode/httpcore#822: queued
+requests are handed the same idle connection; the losers wait 0.65-1 s at 64 streams).
+
+Cold samples are each worker's first request (it opens the worker's connection) and the first
+``warmup`` requests sent; they are reported apart from the steady-state samples and never mixed
+into the same statistic (P1.2, P7.1). ``requests`` counts steady samples. While the load runs, the
+client watches itself: event-loop lag, its own CPU use, and how long its requests waited before
+their first byte left. A saturated client would inflate every latency it measures, so the result
+says ``client_saturated`` instead of blaming the server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import certifi
 import httpx
 import psutil
 
 from wizard.measure import Measurement, MeasurementSpec, percentile
-from wizard.probes.stream import RequestSpec, StreamSample, measure_stream, stream_report
+from wizard.probes.stream import (
+    RequestSpec,
+    StreamSample,
+    measure_stream,
+    prepare,
+    stream_report,
+)
 
 LAG_PROBE_INTERVAL_S = 0.01
 # Sustained lag, not a spike: the p99 is dominated by the burst of connection set-ups at the start.
 LAGGING_P90_MS = 5.0
 # The client is one asyncio thread: it is the bottleneck only when its own work fills a core.
 SATURATED_CPU_FRACTION = 0.9
+# Warm, a request leaves 0.3-0.7 ms after it is stamped; more at the p99 means the client (its
+# pool or its loop) held requests back, and the offered load was not what was asked for.
+SEND_DELAY_P99_MS = 5.0
 
 
 @dataclass
@@ -35,11 +53,32 @@ class ClientHealth:
     loop_lag_p99_ms: float
     loop_lag_max_ms: float
     cpu_fraction: float  # CPU seconds used per wall second (1.0 = one core busy)
+    # Steady samples: request start -> pool handed a connection, and -> first byte on the wire.
+    pool_wait_p99_ms: float = 0.0
+    send_delay_p50_ms: float = 0.0
+    send_delay_p99_ms: float = 0.0
+    cpu_s: float = 0.0
+    output_tokens: int = 0
+
+    @property
+    def send_delayed(self) -> bool:
+        """True when steady requests waited in the client before leaving (pool or loop)."""
+        return self.send_delay_p99_ms > SEND_DELAY_P99_MS
 
     @property
     def saturated(self) -> bool:
-        """True when the client's own work filled its core: it, not the server, set the pace."""
-        return self.cpu_fraction > SATURATED_CPU_FRACTION
+        """True when the client's own work filled its core, or it held its requests back.
+
+        A delay while the loop itself lagged at low CPU is another process's doing (contended).
+        """
+        if self.cpu_fraction > SATURATED_CPU_FRACTION:
+            return True
+        return self.send_delayed and self.loop_lag_p90_ms <= LAGGING_P90_MS
+
+    @property
+    def cpu_s_per_1k_tokens(self) -> float | None:
+        """The client's CPU seconds per 1,000 output tokens received (its cost per token)."""
+        return self.cpu_s / self.output_tokens * 1000 if self.output_tokens else None
 
     @property
     def contended(self) -> bool:
@@ -53,11 +92,17 @@ class ClientHealth:
     def to_dict(self) -> dict[str, Any]:
         """JSON shape, with the verdict and its reason."""
         reason = None
-        if self.saturated:
+        if self.cpu_fraction > SATURATED_CPU_FRACTION:
             reason = (
                 f"the client used {self.cpu_fraction:.0%} of a core (event-loop lag p90 "
                 f"{self.loop_lag_p90_ms:.1f} ms): its own work set the pace, its timings overstate "
                 "latency"
+            )
+        elif self.saturated:
+            reason = (
+                f"the client held its requests back: p99 {self.send_delay_p99_ms:.1f} ms from "
+                f"stamp to the first byte on the wire (pool wait p99 {self.pool_wait_p99_ms:.1f} "
+                f"ms, {self.cpu_fraction:.0%} of a core): fewer requests were in flight than asked"
             )
         elif self.contended:
             reason = (
@@ -71,6 +116,11 @@ class ClientHealth:
             "loop_lag_p99_ms": self.loop_lag_p99_ms,
             "loop_lag_max_ms": self.loop_lag_max_ms,
             "cpu_fraction": self.cpu_fraction,
+            "cpu_s_per_1k_tokens": self.cpu_s_per_1k_tokens,
+            "pool_wait_p99_ms": self.pool_wait_p99_ms,
+            "send_delay_p50_ms": self.send_delay_p50_ms,
+            "send_delay_p99_ms": self.send_delay_p99_ms,
+            "send_delayed": self.send_delayed,
             "saturated": self.saturated,
             "contended": self.contended,
             "cause": "client_saturated" if self.saturated else None,
@@ -80,7 +130,7 @@ class ClientHealth:
 
 @dataclass
 class LoadResult:
-    """Samples of a load run: cold (warm-up) and steady apart, plus the client's self-check."""
+    """Samples of a load run: cold (``warmup``) and steady apart, plus the client's self-check."""
 
     warmup: list[StreamSample]
     samples: list[StreamSample]
@@ -119,6 +169,8 @@ class LoadResult:
             "output_tokens_per_s": tokens / (span_ns / 1e9) if span_ns else None,
             "steady": stream_report(self.samples),
             "cold": stream_report(self.warmup) if self.warmup else None,
+            # Steady requests that had to reconnect (the server or a proxy closed a connection).
+            "steady_reconnects": sum(s.cold for s in self.samples),
             "client": self.health.to_dict(),
         }
 
@@ -160,59 +212,84 @@ async def run_load(
     on_progress: Callable[[Progress], None] | None = None,
     stagger_s: float = 0.0,
 ) -> LoadResult:
-    """Send ``warmup`` requests, then ``requests`` (or for ``duration_s``), ``concurrency`` at a time."""
+    """Per worker, one cold request, then steady ones: ``requests`` in all (or for ``duration_s``).
+
+    The first ``warmup`` requests sent are cold too.
+    """
     if (requests is None) == (duration_s is None):
         raise ValueError("give exactly one of requests or duration_s")
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    await prepare(base_url)
+    # One pool of one connection per worker; one TLS context for all (building one reads the CA
+    # bundle: ~10 ms each).
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     timeout = httpx.Timeout(timeout_s, connect=10.0)
+    verify = ssl.create_default_context(cafile=certifi.where())
+    cold: list[StreamSample] = []
     samples: list[StreamSample] = []
-    issued = 0
-    progress = Progress(0, None if requests is None else warmup + requests, 0)
+    issued = steady_issued = 0
+    total = None if requests is None else max(warmup, concurrency) + requests
+    progress = Progress(0, total, 0)
     deadline: float | None = None
 
-    def more() -> bool:
-        if issued < warmup:
-            return True
+    def more_steady() -> bool:
         if requests is not None:
-            return issued < warmup + requests
+            return steady_issued < requests
         return deadline is None or time.monotonic() < deadline
 
-    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
-
-        async def worker(index: int) -> None:
-            nonlocal issued, deadline
-            # Identical requests started together stay in lock-step (all prefill, then all
-            # decode); staggering the workers makes new prompts arrive while others decode.
-            await asyncio.sleep(index * stagger_s)
-            while more():
-                issued += 1
-                if issued == warmup + 1 and duration_s is not None and deadline is None:
+    async def worker(index: int, client: httpx.AsyncClient) -> None:
+        nonlocal issued, steady_issued, deadline
+        # Identical requests started together stay in lock-step (all prefill, then all
+        # decode); staggering the workers makes new prompts arrive while others decode.
+        await asyncio.sleep(index * stagger_s)
+        first = True
+        while first or issued < warmup or more_steady():
+            is_cold = first or issued < warmup
+            first = False
+            issued += 1
+            if not is_cold:
+                steady_issued += 1
+                if duration_s is not None and deadline is None:
                     deadline = time.monotonic() + duration_s
-                sample = await measure_stream(client, base_url, spec, headers)
-                samples.append(sample)
-                if on_progress is not None:
-                    _advance(progress, sample)
-                    on_progress(progress)
+            sample = await measure_stream(client, base_url, spec, headers)
+            (cold if is_cold else samples).append(sample)
+            if on_progress is not None:
+                _advance(progress, sample)
+                on_progress(progress)
 
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(
+                httpx.AsyncClient(limits=limits, timeout=timeout, verify=verify)
+            )
+            for _ in range(concurrency)
+        ]
         watch = _LoopWatch()
         watcher = asyncio.create_task(watch.run())
         process = psutil.Process()
         cpu_before = sum(process.cpu_times()[:2])
         began = time.monotonic()
         try:
-            await asyncio.gather(*(worker(i) for i in range(concurrency)))
+            await asyncio.gather(*(worker(i, c) for i, c in enumerate(clients)))
         finally:
             watcher.cancel()
         wall = time.monotonic() - began
         cpu = sum(process.cpu_times()[:2]) - cpu_before
+    cold.sort(key=lambda s: s.send_ns)
     samples.sort(key=lambda s: s.send_ns)
+    pool_waits = [s.pool_wait_ms for s in samples if s.pool_wait_ms is not None]
+    delays = [s.send_delay_ms for s in samples if s.send_delay_ms is not None]
     health = ClientHealth(
         loop_lag_p90_ms=percentile(watch.lags_ms, 90) or 0.0,
         loop_lag_p99_ms=percentile(watch.lags_ms, 99) or 0.0,
         loop_lag_max_ms=max(watch.lags_ms, default=0.0),
         cpu_fraction=cpu / wall if wall else 0.0,
+        pool_wait_p99_ms=percentile(pool_waits, 99) or 0.0,
+        send_delay_p50_ms=percentile(delays, 50) or 0.0,
+        send_delay_p99_ms=percentile(delays, 99) or 0.0,
+        cpu_s=cpu,
+        output_tokens=sum(s.output_tokens for s in (*cold, *samples) if s.ok),
     )
-    return LoadResult(samples[:warmup], samples[warmup:], concurrency, health, wall)
+    return LoadResult(cold, samples, concurrency, health, wall)
 
 
 def _advance(progress: Progress, sample: StreamSample) -> None:

@@ -10,18 +10,28 @@ Output tokens come from ``usage`` (the probe asks for ``stream_options.include_u
 the probe counts output events and marks the count as an estimate. It never reports the requested
 length as the output length.
 
+"Send" is the moment the request's first byte is handed to the socket (httpcore's trace of the
+header write), not the moment the client began the request: waiting for a pooled connection,
+connecting and TLS are the client's and the network's, reported apart (``pool_wait_ms``,
+``connect_ms``, ``tls_ms``, ``send_delay_ms``), never inside TTFT or E2E. A sample is ``cold`` when
+it opened its own connection.
+
 Errors are data: every failure becomes a sample with ``error_kind`` and a one-line ``error``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import json
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import anyio
 import httpx
 
 from wizard.probes.sse import SseParser
@@ -67,15 +77,23 @@ class RequestSpec:
 
 @dataclass
 class StreamSample:
-    """Timestamps (monotonic ns) and counts of one streamed request."""
+    """Timestamps (monotonic ns) and counts of one streamed request.
+
+    ``send_ns`` is when the client began the request; ``wire_ns`` when its first byte left (the
+    origin of every latency); the ``*_started_ns`` / ``*_ns`` pairs bracket connect and TLS.
+    """
 
     send_ns: int
     status: int | None = None
     error_kind: str | None = None
     error: str | None = None
     request_id: str | None = None
+    first_trace_ns: int | None = None
+    connect_started_ns: int | None = None
     connected_ns: int | None = None
+    tls_started_ns: int | None = None
     tls_done_ns: int | None = None
+    wire_ns: int | None = None
     request_sent_ns: int | None = None
     headers_ns: int | None = None
     done_ns: int | None = None
@@ -110,14 +128,47 @@ class StreamSample:
         return self.usage_tokens is None
 
     @property
+    def origin_ns(self) -> int:
+        """Where latencies start: the first byte on the wire (the request start if never traced)."""
+        return self.wire_ns if self.wire_ns is not None else self.send_ns
+
+    @property
+    def cold(self) -> bool:
+        """True when this request opened its connection (its own connect and TLS, a fresh server side)."""
+        return self.connect_started_ns is not None
+
+    @property
     def ttft_ms(self) -> float | None:
-        """Send -> first output event."""
-        return _ms(self.output_times_ns[0] - self.send_ns) if self.output_times_ns else None
+        """Send (first byte on the wire) -> first output event."""
+        return _ms(self.output_times_ns[0] - self.origin_ns) if self.output_times_ns else None
 
     @property
     def e2e_ms(self) -> float | None:
-        """Send -> last output event."""
-        return _ms(self.output_times_ns[-1] - self.send_ns) if self.output_times_ns else None
+        """Send (first byte on the wire) -> last output event."""
+        return _ms(self.output_times_ns[-1] - self.origin_ns) if self.output_times_ns else None
+
+    @property
+    def pool_wait_ms(self) -> float | None:
+        """Request start -> the pool handed over a connection (its first traced step)."""
+        return _span_ms(self.send_ns, self.first_trace_ns)
+
+    @property
+    def connect_ms(self) -> float | None:
+        """The TCP connect alone; None on a reused connection."""
+        return _span_ms(self.connect_started_ns, self.connected_ns)
+
+    @property
+    def tls_ms(self) -> float | None:
+        """The TLS handshake alone; None without TLS or on a reused connection."""
+        return _span_ms(self.tls_started_ns, self.tls_done_ns)
+
+    @property
+    def send_delay_ms(self) -> float | None:
+        """Request start -> first byte on the wire, less connect and TLS: the client's own delay."""
+        total = _span_ms(self.send_ns, self.wire_ns)
+        if total is None:
+            return None
+        return total - (self.connect_ms or 0.0) - (self.tls_ms or 0.0)
 
     @property
     def tpot_ms(self) -> float | None:
@@ -150,8 +201,8 @@ class StreamSample:
         return max(self.read_events, default=0)
 
     def since_send_ms(self, ns: int | None) -> float | None:
-        """Milliseconds from send to ``ns``."""
-        return _ms(ns - self.send_ns) if ns is not None else None
+        """Milliseconds from send (first byte on the wire) to ``ns``."""
+        return _ms(ns - self.origin_ns) if ns is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of one sample (design §5 contract keys first)."""
@@ -169,8 +220,11 @@ class StreamSample:
             "finish_reason": self.finish_reason,
             "request_id": self.request_id,
             "itl_per_token_ms": self.itl_per_token_ms,
-            "connect_ms": self.since_send_ms(self.connected_ns),
-            "tls_ms": self.since_send_ms(self.tls_done_ns),
+            "connect_ms": self.connect_ms,
+            "tls_ms": self.tls_ms,
+            "pool_wait_ms": self.pool_wait_ms,
+            "send_delay_ms": self.send_delay_ms,
+            "cold": self.cold,
             "request_sent_ms": self.since_send_ms(self.request_sent_ns),
             "headers_ms": self.since_send_ms(self.headers_ns),
             "max_events_per_read": self.max_events_per_read,
@@ -182,6 +236,23 @@ class StreamSample:
 
 def _ms(ns: int) -> float:
     return ns / 1_000_000
+
+
+def _span_ms(start_ns: int | None, end_ns: int | None) -> float | None:
+    return _ms(end_ns - start_ns) if start_ns is not None and end_ns is not None else None
+
+
+# httpcore's trace events, by what they stamp on a sample.
+_TRACE_FIELDS = {
+    "connection.connect_tcp.started": "connect_started_ns",
+    "connection.connect_tcp.complete": "connected_ns",
+    "connection.start_tls.started": "tls_started_ns",
+    "connection.start_tls.complete": "tls_done_ns",
+    "http11.send_request_headers.started": "wire_ns",
+    "http2.send_request_headers.started": "wire_ns",
+    "http11.send_request_body.complete": "request_sent_ns",
+    "http2.send_request_body.complete": "request_sent_ns",
+}
 
 
 async def measure_stream(
@@ -196,30 +267,31 @@ async def measure_stream(
     ``on_first_output`` runs the moment the first output event is parsed (MLPerf LoadGen's
     ``FirstTokenComplete`` hook).
     """
+    await prepare(base_url)
+    url = base_url.rstrip("/") + ENDPOINT_PATHS[spec.endpoint]
+    body = spec.body()
     sample = StreamSample(send_ns=time.monotonic_ns())
 
     async def trace(event: str, info: dict[str, Any]) -> None:
         now = time.monotonic_ns()
-        if event == "connection.connect_tcp.complete":
-            sample.connected_ns = now
-        elif event == "connection.start_tls.complete":
-            sample.tls_done_ns = now
-        elif event == "http11.send_request_body.complete":
-            sample.request_sent_ns = now
+        if sample.first_trace_ns is None:
+            sample.first_trace_ns = now
+        name = _TRACE_FIELDS.get(event)
+        if name is not None:
+            setattr(sample, name, now)
 
-    url = base_url.rstrip("/") + ENDPOINT_PATHS[spec.endpoint]
     parser = SseParser(sample, on_first_output)
     try:
         async with client.stream(
-            "POST", url, json=spec.body(), headers=headers, extensions={"trace": trace}
+            "POST", url, json=body, headers=headers, extensions={"trace": trace}
         ) as response:
             sample.headers_ns = time.monotonic_ns()
             sample.status = response.status_code
             sample.content_encoding = response.headers.get("content-encoding")
             if response.status_code >= 400:
-                body = (await response.aread())[:300].decode("utf-8", "replace")
+                text = (await response.aread())[:300].decode("utf-8", "replace")
                 sample.error_kind = f"http_{response.status_code}"
-                sample.error = f"HTTP {response.status_code}: {_error_message(body)}"
+                sample.error = f"HTTP {response.status_code}: {_error_message(text)}"
                 return sample
             # Decoded bytes, one chunk per network read (a gzip-encoded stream is decompressed).
             async for data in response.aiter_bytes():
@@ -251,6 +323,27 @@ async def measure_stream(
         sample.error_kind = "truncated"
         sample.error = "stream ended without [DONE] (body cut short)"
     return sample
+
+
+# Event loops whose one-time costs are paid (a new loop has a new resolver thread pool).
+_prepared: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+
+
+async def prepare(url: str) -> None:
+    """Pay the client's one-time costs before any request is stamped.
+
+    httpcore picks its network backend on the first connect, and anyio then imports its asyncio
+    backend (18-35 ms); the first name lookup starts the loop's resolver threads (~1.5 ms). Both
+    would otherwise land inside the first request's connect.
+    """
+    loop = asyncio.get_running_loop()
+    if loop in _prepared:
+        return
+    await anyio.sleep(0)
+    parsed = httpx.URL(url)
+    with contextlib.suppress(OSError):  # an unknown host fails later, as the request's own error
+        await loop.getaddrinfo(parsed.host, parsed.port or 0)
+    _prepared.add(loop)
 
 
 def _error_message(body: str) -> str:
