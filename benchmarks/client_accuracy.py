@@ -30,6 +30,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -64,25 +65,30 @@ class _FloorStream(asyncio.Protocol):
         if self.buffer.endswith(b"\r\n0\r\n\r\n") and self.done and not self.done.done():
             self.done.set_result(None)
 
-    async def request(self, raw: bytes) -> tuple[int, int, bytes]:
+    async def request(self, *writes: bytes) -> tuple[int, int, bytes]:
         assert self.transport is not None
         self.buffer.clear()
         self.first_event_ns = None
         self.done = asyncio.get_running_loop().create_future()
         sent = time.monotonic_ns()
-        self.transport.write(raw)
+        for data in writes:
+            self.transport.write(data)
         await self.done
         assert self.first_event_ns is not None
         return sent, self.first_event_ns, bytes(self.buffer)
 
 
-async def floor_pass(url: str, streams: int, per_stream: int, tokens: int) -> dict[str, Any]:
+async def floor_pass(
+    url: str, streams: int, per_stream: int, tokens: int, split: bool = False
+) -> dict[str, Any]:
     host, port = url.removeprefix("http://").split(":")
     payload = body(tokens)
-    raw = (
+    head = (
         f"POST /v1/completions HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
         f"content-length: {len(payload)}\r\n\r\n"
-    ).encode() + payload
+    ).encode()
+    # ``split``: headers and body as two writes, as h11 sends them.
+    writes = (head, payload) if split else (head + payload,)
     loop = asyncio.get_running_loop()
     samples: list[dict[str, Any]] = []
 
@@ -91,7 +97,7 @@ async def floor_pass(url: str, streams: int, per_stream: int, tokens: int) -> di
         _, stream = await loop.create_connection(_FloorStream, host, int(port))
         connected = time.monotonic_ns()
         for index in range(per_stream):
-            sent, first, response = await stream.request(raw)
+            sent, first, response = await stream.request(*writes)
             match = REQUEST_ID.search(response)
             samples.append({
                 "request_id": match.group(1).decode() if match else None,
@@ -132,8 +138,8 @@ async def wizard_pass(url: str, streams: int, per_stream: int, tokens: int) -> d
     }
 
 
-def one_pass(client: str, url: str, streams: int, per_stream: int, tokens: int) -> None:
-    """Run in a fresh process: one client's pass; prints its samples and CPU as JSON."""
+def one_pass(client: str, url: str, streams: int, per_stream: int, tokens: int, out: str) -> None:
+    """Run in a fresh process: one client's pass; writes its samples and CPU as JSON to ``out``."""
     import psutil
 
     from wizard import aio
@@ -141,10 +147,14 @@ def one_pass(client: str, url: str, streams: int, per_stream: int, tokens: int) 
 
     process = psutil.Process()
     cpu_before = sum(process.cpu_times()[:2])
-    run = floor_pass if client == "floor" else wizard_pass
-    result = aio.run(run(url, streams, per_stream, tokens))
+    if client == "wizard":
+        result = aio.run(wizard_pass(url, streams, per_stream, tokens))
+    else:
+        result = aio.run(
+            floor_pass(url, streams, per_stream, tokens, split=client == "floor-split")
+        )
     result["cpu_s"] = sum(process.cpu_times()[:2]) - cpu_before
-    print(json.dumps(result))
+    Path(out).write_text(json.dumps(result))
 
 
 def measure(client: str, url: str, streams: int, per_stream: int, tokens: int) -> dict[str, Any]:
@@ -154,12 +164,14 @@ def measure(client: str, url: str, streams: int, per_stream: int, tokens: int) -
 
     httpx.delete(url + "/sim/trace")
     pin = ["taskset", "-c", "1"] if shutil.which("taskset") and (os.cpu_count() or 1) > 1 else []
-    command = [*pin, sys.executable, __file__, "--one", client, url, str(streams),
-               str(per_stream), str(tokens)]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(f"{client} pass failed:\n{done.stderr[-2000:]}")
-    result = json.loads(done.stdout)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "pass.json"
+        command = [*pin, sys.executable, __file__, "--one", client, url, str(streams),
+                   str(per_stream), str(tokens), str(out)]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode:
+            raise SystemExit(f"{client} pass failed:\n{done.stderr[-2000:]}")
+        result = json.loads(out.read_text())
     trace = {
         r["request_id"]: r for r in httpx.get(url + "/sim/trace", timeout=60).json()["requests"]
     }
@@ -266,7 +278,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--one":
-        client, url, streams, per_stream, tokens = sys.argv[2:7]
-        one_pass(client, url, int(streams), int(per_stream), int(tokens))
+        client, url, streams, per_stream, tokens, out = sys.argv[2:8]
+        one_pass(client, url, int(streams), int(per_stream), int(tokens), out)
     else:
         main()

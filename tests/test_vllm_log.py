@@ -509,3 +509,24 @@ def test_real_032_human_view() -> None:
                             capture_output=True, text=True, timeout=60)  # fmt: skip
     assert "start-up: no ready line in this run" in failed.stdout
     assert "estimated_max_model_len: 1920" in failed.stdout
+
+
+def test_a_restart_loop_keeps_the_first_and_last_runs_and_counts_the_rest() -> None:
+    from wizard.probes.vllm_log import walk_facts
+
+    # Ten starts, each with its own KV cache size: the first and the last are kept in full.
+    starts = [V1_034.replace("1,792 tokens", f"{1000 + n:,} tokens") for n in range(10)]
+    report = parse("".join(starts))
+    assert [r["kv_cache_tokens"] for r in report["runs"]] == [1000, 1009]
+    assert report["kv_cache_tokens"] == 1009
+    assert report["runs_total"] == 10 and report["runs_omitted"] == 8
+    assert walk_facts(report)["runs_count"] == 10
+
+
+def test_glued_lines_are_split_only_where_a_prefix_follows_text() -> None:
+    from wizard.probes.vllm_log import _may_be_glued
+
+    assert not _may_be_glued("(APIServer pid=9) INFO 12-02 10:00:30 [loggers.py:270] Engine 000")
+    assert not _may_be_glued("INFO 12-02 10:00:30 plain; ERROR is a word here")
+    assert _may_be_glued("took 2 s(EngineCore pid=10) INFO 12-02 10:00:09 [kv] GPU KV")
+    assert _may_be_glued("took 2 sINFO 12-02 10:00:09 GPU KV cache size: 1 tokens")

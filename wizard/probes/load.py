@@ -8,7 +8,7 @@ Cold samples are each worker's first request (it opens the worker's connection) 
 ``warmup`` requests sent; they are reported apart from the steady-state samples and never mixed
 into the same statistic (P1.2, P7.1). ``requests`` counts steady samples. While the load runs, the
 client watches itself: event-loop lag, its own CPU use, and how long its requests waited before
-their first byte left. A saturated client would inflate every latency it measures, so the result
+they were written out. A saturated client would inflate every latency it measures, so the result
 says ``client_saturated`` instead of blaming the server.
 """
 
@@ -40,7 +40,7 @@ LAG_PROBE_INTERVAL_S = 0.01
 LAGGING_P90_MS = 5.0
 # The client is one asyncio thread: it is the bottleneck only when its own work fills a core.
 SATURATED_CPU_FRACTION = 0.9
-# Warm, a request leaves 0.3-0.7 ms after it is stamped; more at the p99 means the client (its
+# Warm, a request is written out 0.7-1 ms after it is stamped; more at the p99 means the client (its
 # pool or its loop) held requests back, and the offered load was not what was asked for.
 SEND_DELAY_P99_MS = 5.0
 
@@ -53,7 +53,7 @@ class ClientHealth:
     loop_lag_p99_ms: float
     loop_lag_max_ms: float
     cpu_fraction: float  # CPU seconds used per wall second (1.0 = one core busy)
-    # Steady samples: request start -> pool handed a connection, and -> first byte on the wire.
+    # Steady samples: request start -> pool handed a connection, and -> request written out.
     pool_wait_p99_ms: float = 0.0
     send_delay_p50_ms: float = 0.0
     send_delay_p99_ms: float = 0.0
@@ -101,7 +101,7 @@ class ClientHealth:
         elif self.saturated:
             reason = (
                 f"the client held its requests back: p99 {self.send_delay_p99_ms:.1f} ms from "
-                f"stamp to the first byte on the wire (pool wait p99 {self.pool_wait_p99_ms:.1f} "
+                f"stamp to the request written out (pool wait p99 {self.pool_wait_p99_ms:.1f} "
                 f"ms, {self.cpu_fraction:.0%} of a core): fewer requests were in flight than asked"
             )
         elif self.contended:

@@ -10,10 +10,12 @@ Output tokens come from ``usage`` (the probe asks for ``stream_options.include_u
 the probe counts output events and marks the count as an estimate. It never reports the requested
 length as the output length.
 
-"Send" is the moment the request's first byte is handed to the socket (httpcore's trace of the
-header write), not the moment the client began the request: waiting for a pooled connection,
-connecting and TLS are the client's and the network's, reported apart (``pool_wait_ms``,
-``connect_ms``, ``tls_ms``, ``send_delay_ms``), never inside TTFT or E2E. A sample is ``cold`` when
+"Send" is the moment the whole request has left: its last byte handed to the socket (httpcore's
+trace of the body write), the point from which a server can start (vLLM's own TTFT starts when it
+has the body). Not the moment the client began the request: waiting for a pooled connection,
+connecting, TLS, and building and writing the request (h11 takes 0.5 ms for it on the reference
+machine) are the client's and the network's, reported apart (``pool_wait_ms``, ``connect_ms``,
+``tls_ms``, ``send_delay_ms``), never inside TTFT or E2E. A sample is ``cold`` when
 it opened its own connection.
 
 Errors are data: every failure becomes a sample with ``error_kind`` and a one-line ``error``.
@@ -79,8 +81,9 @@ class RequestSpec:
 class StreamSample:
     """Timestamps (monotonic ns) and counts of one streamed request.
 
-    ``send_ns`` is when the client began the request; ``wire_ns`` when its first byte left (the
-    origin of every latency); the ``*_started_ns`` / ``*_ns`` pairs bracket connect and TLS.
+    ``send_ns`` is when the client began the request; ``wire_ns`` when its first byte left and
+    ``request_sent_ns`` its last (the origin of every latency); the ``*_started_ns`` / ``*_ns``
+    pairs bracket connect and TLS.
     """
 
     send_ns: int
@@ -129,8 +132,11 @@ class StreamSample:
 
     @property
     def origin_ns(self) -> int:
-        """Where latencies start: the first byte on the wire (the request start if never traced)."""
-        return self.wire_ns if self.wire_ns is not None else self.send_ns
+        """Where latencies start: the request written out (the request start if never traced)."""
+        for ns in (self.request_sent_ns, self.wire_ns):
+            if ns is not None:
+                return ns
+        return self.send_ns
 
     @property
     def cold(self) -> bool:
@@ -139,12 +145,12 @@ class StreamSample:
 
     @property
     def ttft_ms(self) -> float | None:
-        """Send (first byte on the wire) -> first output event."""
+        """Send (the request written out) -> first output event."""
         return _ms(self.output_times_ns[0] - self.origin_ns) if self.output_times_ns else None
 
     @property
     def e2e_ms(self) -> float | None:
-        """Send (first byte on the wire) -> last output event."""
+        """Send (the request written out) -> last output event."""
         return _ms(self.output_times_ns[-1] - self.origin_ns) if self.output_times_ns else None
 
     @property
@@ -164,8 +170,8 @@ class StreamSample:
 
     @property
     def send_delay_ms(self) -> float | None:
-        """Request start -> first byte on the wire, less connect and TLS: the client's own delay."""
-        total = _span_ms(self.send_ns, self.wire_ns)
+        """Request start -> request written out, less connect and TLS: the client's own delay."""
+        total = _span_ms(self.send_ns, self.request_sent_ns)
         if total is None:
             return None
         return total - (self.connect_ms or 0.0) - (self.tls_ms or 0.0)
@@ -201,7 +207,7 @@ class StreamSample:
         return max(self.read_events, default=0)
 
     def since_send_ms(self, ns: int | None) -> float | None:
-        """Milliseconds from send (first byte on the wire) to ``ns``."""
+        """Milliseconds from send (the request written out) to ``ns``."""
         return _ms(ns - self.origin_ns) if ns is not None else None
 
     def to_dict(self) -> dict[str, Any]:
