@@ -257,9 +257,15 @@ def main() -> None:
     ]
     for r in rows:
         check = r["self_check"]
-        verdict = "-" if check is None else (check["cause"] or "ok")
+        verdict = "-"
         if check is not None:
-            verdict += f" (send delay p99 {check['send_delay_p99_ms']:.2f} ms)"
+            flags = [check["cause"], "contended" if check["contended"] else None,
+                     "send_delayed" if check["send_delayed"] else None]  # fmt: skip
+            verdict = ", ".join(f for f in flags if f) or "ok"
+            verdict += (
+                f" (send delay p50 {check['send_delay_p50_ms']:.1f} / p99 "
+                f"{check['send_delay_p99_ms']:.1f} ms, CPU {check['cpu_fraction']:.0%})"
+            )
         lines.append(
             f"| {r['streams']} | {r['client']} | {r['cold_n']} | {_f(r['cold_p50'])} / "
             f"{_f(r['cold_max'])} | {r['warm_n']} | {_f(r['warm_p50'])} / {_f(r['warm_p99'])} | "

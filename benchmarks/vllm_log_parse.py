@@ -1,13 +1,16 @@
 """Log parsing throughput and peak memory on a large generated vLLM log.
 
-Run on demand: ``python benchmarks/vllm_log_parse.py [--mb 200]``. Writes a log of about that size
-(0.34-style start-up lines once, then stats lines and chatter repeated), parses it with the same
-code as ``probe vllm-log`` and prints MB/s and the process's peak RSS before and after.
+Run on demand: ``python benchmarks/vllm_log_parse.py [--mb 200] [--restart-every-mb 1]``. Writes a
+log of about that size (0.34-style start-up lines, then stats lines and chatter repeated; with
+``--restart-every-mb`` the start-up lines again every so many MB, as a server in a restart loop
+leaves), parses it with the same code as ``probe vllm-log`` and prints MB/s, the process's peak RSS
+before and after, and the size of the JSON report.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import tempfile
 import time
@@ -33,14 +36,20 @@ BODY = (
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=200)
+    parser.add_argument("--restart-every-mb", type=float, default=0.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "vllm.log"
         with path.open("w") as out:
             out.write(HEADER)
             block = BODY * 2000
+            every = args.restart_every_mb * 1024 * 1024
+            next_restart = every
             while out.tell() < args.mb * 1024 * 1024:
                 out.write(block)
+                if every and out.tell() >= next_restart:
+                    out.write(HEADER)
+                    next_restart += every
         size_mb = path.stat().st_size / 1024 / 1024
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         began = time.monotonic()
@@ -48,8 +57,10 @@ def main() -> None:
             report = read_lines(handle)
         seconds = time.monotonic() - began
         after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{size_mb:.0f} MB, {report['lines']:,} lines, {report['stats_total']:,} stats lines: "
-          f"{seconds:.1f} s = {size_mb / seconds:.1f} MB/s; peak RSS {before:.0f} MB before, {after:.0f} MB after")  # fmt: skip
+    output_mb = len(json.dumps(report)) / 1024 / 1024
+    print(f"{size_mb:.0f} MB, {report['lines']:,} lines, {report['runs_total']:,} runs, "
+          f"{report['stats_total']:,} stats lines in the last: {seconds:.1f} s = {size_mb / seconds:.1f} MB/s; "
+          f"peak RSS {before:.0f} MB before, {after:.0f} MB after; JSON report {output_mb:.2f} MB")  # fmt: skip
 
 
 if __name__ == "__main__":
