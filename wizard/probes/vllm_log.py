@@ -28,7 +28,7 @@ GLUE = re.compile(
     r"(?<=\S)(?=(?:\([\w\-]+(?: rank=\d+)? pid=\d+\) )?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d)"
 )
 LEVEL_WORDS = ("INFO ", "WARNING ", "ERROR ", "DEBUG ", "CRITICAL ")
-PID_PREFIX_BEFORE = re.compile(r"\([\w\-]+(?: rank=\d+)? pid=\d+\) $")
+PID_PREFIX_BEFORE = re.compile(r"\([\w\-]+(?: rank=\d+)? pid=\d+\) ")
 NUM = r"([\d,]+(?:\.\d+)?)"
 STATS = re.compile(
     r"Avg prompt throughput: (?P<prompt>[\d.]+) tokens/s, Avg generation throughput: (?P<gen>[\d.]+) tokens/s, "
@@ -302,10 +302,14 @@ def _may_be_glued(line: str) -> bool:
         at = line.find(word)
         while at >= 0:
             start = at
-            if at and line[at - 1] == " ":
-                # The level may follow its "(name pid=N) " group: the group is what would be glued.
-                group = PID_PREFIX_BEFORE.search(line, max(0, at - 80), at)
-                start = group.start() if group is not None else at
+            if at > 1 and line[at - 2 : at] == ") ":
+                # The level may follow its "(name pid=N) " group: the group is what would be
+                # glued. The usual line starts with it (no search needed).
+                opening = line.rfind("(", 0, at)
+                if opening > 0 and PID_PREFIX_BEFORE.fullmatch(line, opening, at):
+                    start = opening
+                elif opening == 0:
+                    start = 0
             if start and not line[start - 1].isspace():
                 return True
             at = line.find(word, at + 1)
