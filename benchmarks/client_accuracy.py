@@ -9,7 +9,8 @@ to the socket (``/sim/trace`` ``arrival_ns`` and ``sent_ns``): true TTFT = first
 part of that error (parsing the request before the engine sees it) is the same for every client,
 which is what the floor shows.
 
-Two clients, each with one connection per stream, the first request on each connection cold and
+Two clients (``--stock-loop``: both on asyncio's own loop instead of uvloop), each with one
+connection per stream, the first request on each connection cold and
 the rest warm:
 - ``wizard``: ``probe load``'s code (``run_load``), its own TTFT, ITL and CPU;
 - ``floor``: a minimal client on raw asyncio transports that stamps just before its one write and
@@ -138,7 +139,9 @@ async def wizard_pass(url: str, streams: int, per_stream: int, tokens: int) -> d
     }
 
 
-def one_pass(client: str, url: str, streams: int, per_stream: int, tokens: int, out: str) -> None:
+def one_pass(
+    client: str, url: str, streams: int, per_stream: int, tokens: int, out: str, stock: bool
+) -> None:
     """Run in a fresh process: one client's pass; writes its samples and CPU as JSON to ``out``."""
     import psutil
 
@@ -157,7 +160,9 @@ def one_pass(client: str, url: str, streams: int, per_stream: int, tokens: int, 
     Path(out).write_text(json.dumps(result))
 
 
-def measure(client: str, url: str, streams: int, per_stream: int, tokens: int) -> dict[str, Any]:
+def measure(
+    client: str, url: str, streams: int, per_stream: int, tokens: int, stock: bool = False
+) -> dict[str, Any]:
     import httpx
 
     from wizard.measure import percentile
@@ -167,7 +172,7 @@ def measure(client: str, url: str, streams: int, per_stream: int, tokens: int) -
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "pass.json"
         command = [*pin, sys.executable, __file__, "--one", client, url, str(streams),
-                   str(per_stream), str(tokens), str(out)]  # fmt: skip
+                   str(per_stream), str(tokens), str(out), "stock" if stock else "uvloop"]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode:
             raise SystemExit(f"{client} pass failed:\n{done.stderr[-2000:]}")
@@ -227,6 +232,9 @@ def main() -> None:
                         help="requests per connection (default: 40 at 1 stream, 8 at 16, 4 at 64)")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=1, help="passes per client and stream count")
     parser.add_argument(
+        "--stock-loop", action="store_true", help="asyncio's loop instead of uvloop, both clients"
+    )
+    parser.add_argument(
         "--out", default=str(Path(__file__).parent / "results" / "client_accuracy.md")
     )
     args = parser.parse_args()
@@ -238,7 +246,7 @@ def main() -> None:
         for streams in args.streams:
             per_stream = args.per_stream or {1: 40, 16: 8}.get(streams, 4)
             for _, client in itertools.product(range(args.repeat), ("floor", "wizard")):
-                row = measure(client, url, streams, per_stream, args.tokens)
+                row = measure(client, url, streams, per_stream, args.tokens, args.stock_loop)
                 rows.append(row)
                 print({k: v for k, v in row.items() if k != "self_check"}, flush=True)
         overhead = fixed_overhead(url, 5)
@@ -247,7 +255,8 @@ def main() -> None:
         process.wait()
     lines = [
         f"# Client accuracy ({time.strftime('%Y-%m-%d')}; {args.tokens} output tokens per request; "
-        "simulator on CPU 0, each client pass a fresh process on CPU 1; TTFT error = the client's "
+        f"simulator on CPU 0, each client pass a fresh process on CPU 1, client loop "
+        f"{'asyncio stock' if args.stock_loop else 'uvloop'}; TTFT error = the client's "
         "TTFT minus the simulator's first-token send time less its arrival time)",
         "",
         "| streams | client | cold n | cold TTFT error p50 / max (ms) | warm n | warm TTFT error "
@@ -284,7 +293,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--one":
-        client, url, streams, per_stream, tokens, out = sys.argv[2:8]
-        one_pass(client, url, int(streams), int(per_stream), int(tokens), out)
+        client, url, streams, per_stream, tokens, out, loop = sys.argv[2:9]
+        one_pass(client, url, int(streams), int(per_stream), int(tokens), out, loop == "stock")
     else:
         main()

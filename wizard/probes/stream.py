@@ -10,8 +10,9 @@ Output tokens come from ``usage`` (the probe asks for ``stream_options.include_u
 the probe counts output events and marks the count as an estimate. It never reports the requested
 length as the output length.
 
-"Send" is the moment the whole request has left: its last byte handed to the socket (httpcore's
-trace of the body write), the point from which a server can start (vLLM's own TTFT starts when it
+"Send" is the moment the whole request has left: its body handed to the socket (httpcore's trace
+of the body write starting: anyio writes at once and yields to the loop only after the write, so
+the write's "complete" comes a loop turn late under load), the point from which a server can start (vLLM's own TTFT starts when it
 has the body). Not the moment the client began the request: waiting for a pooled connection,
 connecting, TLS, and building and writing the request (h11 takes 0.5 ms for it on the reference
 machine) are the client's and the network's, reported apart (``pool_wait_ms``, ``connect_ms``,
@@ -82,7 +83,7 @@ class StreamSample:
     """Timestamps (monotonic ns) and counts of one streamed request.
 
     ``send_ns`` is when the client began the request; ``wire_ns`` when its first byte left and
-    ``request_sent_ns`` its last (the origin of every latency); the ``*_started_ns`` / ``*_ns``
+    ``body_write_ns`` its body (the origin of every latency); the ``*_started_ns`` / ``*_ns``
     pairs bracket connect and TLS.
     """
 
@@ -97,6 +98,7 @@ class StreamSample:
     tls_started_ns: int | None = None
     tls_done_ns: int | None = None
     wire_ns: int | None = None
+    body_write_ns: int | None = None
     request_sent_ns: int | None = None
     headers_ns: int | None = None
     done_ns: int | None = None
@@ -133,7 +135,7 @@ class StreamSample:
     @property
     def origin_ns(self) -> int:
         """Where latencies start: the request written out (the request start if never traced)."""
-        for ns in (self.request_sent_ns, self.wire_ns):
+        for ns in (self.body_write_ns, self.wire_ns):
             if ns is not None:
                 return ns
         return self.send_ns
@@ -171,7 +173,7 @@ class StreamSample:
     @property
     def send_delay_ms(self) -> float | None:
         """Request start -> request written out, less connect and TLS: the client's own delay."""
-        total = _span_ms(self.send_ns, self.request_sent_ns)
+        total = _span_ms(self.send_ns, self.body_write_ns)
         if total is None:
             return None
         return total - (self.connect_ms or 0.0) - (self.tls_ms or 0.0)
@@ -256,6 +258,8 @@ _TRACE_FIELDS = {
     "connection.start_tls.complete": "tls_done_ns",
     "http11.send_request_headers.started": "wire_ns",
     "http2.send_request_headers.started": "wire_ns",
+    "http11.send_request_body.started": "body_write_ns",
+    "http2.send_request_body.started": "body_write_ns",
     "http11.send_request_body.complete": "request_sent_ns",
     "http2.send_request_body.complete": "request_sent_ns",
 }
