@@ -216,3 +216,24 @@ def assert_walk_exit(result: subprocess.CompletedProcess[str], path: Path) -> di
     end = loaded.events[-1]["data"]
     assert result.returncode == WALK_EXIT[end["outcome"]], (end, result.stderr)
     return dict(end)
+
+
+def playbook_with_rule(tmp_path: Path, node: str, code: str, when: dict[str, Any]) -> Path:
+    """The built-in playbook with ``code``'s rule at ``node`` (added if absent) firing on ``when``.
+
+    For tests of what the walk does with a finding, whatever makes it fire on this machine.
+    """
+    import yaml
+
+    from wizard import playbook
+
+    book = yaml.safe_load(Path(playbook.load().path).read_text(encoding="utf-8"))
+    rules = book["nodes"][node].setdefault("rules", [])
+    rule = next((r for r in rules if r["finding"] == code), None)
+    if rule is None:
+        rule = {"finding": code}
+        rules.append(rule)
+    rule["when"] = when
+    path = tmp_path / f"playbook-{code}.yaml"
+    path.write_text(yaml.safe_dump(book, allow_unicode=True), encoding="utf-8")
+    return path

@@ -13,20 +13,10 @@ import json
 import subprocess
 from pathlib import Path
 
-import yaml
-
-from tests.conftest import SimProcess, wizard_command
+from tests.conftest import SimProcess, playbook_with_rule, wizard_command
 from wizard import playbook, transcript
 
-
-def always_client_bound(tmp_path: Path) -> Path:
-    book = yaml.safe_load(Path(playbook.load().path).read_text(encoding="utf-8"))
-    rules = book["nodes"]["baseline.direct"]["rules"]
-    rule = next(r for r in rules if r["finding"] == "LAT050")
-    rule["when"] = {"fact": "direct.steady.requests", "ge": 1}
-    path = tmp_path / "client-bound.yaml"
-    path.write_text(yaml.safe_dump(book, allow_unicode=True), encoding="utf-8")
-    return path
+ALWAYS = {"fact": "direct.steady.requests", "ge": 1}
 
 
 def test_the_wizard_lowers_its_own_concurrency_and_measures_again(
@@ -37,7 +27,7 @@ def test_the_wizard_lowers_its_own_concurrency_and_measures_again(
     path = tmp_path / "walk.ndjson"
     result = subprocess.run(
         wizard_command("run", "--target", healthy_sim.url, "--playbook",
-                       str(always_client_bound(tmp_path)), "--answers", str(answers),
+                       str(playbook_with_rule(tmp_path, "baseline.direct", "LAT050", ALWAYS)), "--answers", str(answers),
                        "--transcript", str(path)),
         capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
     )  # fmt: skip

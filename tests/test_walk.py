@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SimProcess, assert_walk_exit, wizard_command
+from tests.conftest import SimProcess, assert_walk_exit, playbook_with_rule, wizard_command
 from wizard import transcript
 
 SimFactory = Callable[..., SimProcess]
@@ -365,3 +365,30 @@ def test_a_server_that_is_gone_with_a_clean_log_points_outside_vllm(
     assert causes(path) == {"server_unreachable"}
     finding = next(e["data"] for e in transcript.load(path).events if e["type"] == "finding")
     assert finding["evidence"].startswith(f"no answer at {sim.url}")
+
+
+def test_a_change_without_a_computed_value_is_still_offered(
+    healthy_sim: SimProcess, tmp_path: Path
+) -> None:
+    """Without the log or the host's files the budget is unknown: LAT012's change says what to
+    read instead of a number, and an operator who made it by hand is heard (the round it rests
+    on is measured). The rule fires on anything here: what is tested is what follows."""
+    book = playbook_with_rule(tmp_path, "baseline.direct", "LAT012",
+                              {"fact": "direct.steady.requests", "ge": 1})  # fmt: skip
+    made = {"parameter": "max_num_batched_tokens", "before": 2048, "after": 8192, "layer": "vllm"}
+    result, path = walk(tmp_path, "--target", healthy_sim.url, "--playbook", str(book),
+                        answers={**QUICK, "LAT012": made})  # fmt: skip
+    assert_walk_exit(result, path)
+    events = transcript.load(path).events
+    finding = next(
+        e["data"] for e in events if e["type"] == "finding" and e["data"]["code"] == "LAT012"
+    )
+    assert finding["change"]["after"] is None and "<" in finding["change"]["apply"]
+    change = next(e["data"] for e in events if e["type"] == "change")
+    assert (change["code"], change["parameter"], change["after"]) == (
+        "LAT012",
+        "max_num_batched_tokens",
+        "8192",
+    )
+    assert any(e["type"] == "measurement" and e["data"]["round"] == "long" for e in events)
+    assert any(e["type"] == "verdict" and e["data"]["code"] == "LAT012" for e in events)

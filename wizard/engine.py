@@ -357,7 +357,10 @@ async def _finding(session: Session, node: Node, finding: Finding) -> None:
     unusable = changes.unusable(finding.change)
     if unusable:
         session.record("note", node.id, {"text": f"{finding.code}: no value to apply ({unusable})"})
-        return
+        if finding.change.get("not_applicable") or finding.change.get("layer") == "client":
+            return
+        # No value computed (the server's current one is unknown): the change still says what
+        # to read, and an operator who reads it may make it by hand and say so.
     if finding.change.get("layer") == "client":
         # The wizard's own measuring client: the wizard changes it itself, nobody is asked.
         decision = Decision(applied=True, layer="client", parameter=str(finding.change["parameter"]),
