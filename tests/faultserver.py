@@ -49,6 +49,9 @@ def usage_chunk(tokens: int) -> bytes:
 async def behave(name: str, writer: asyncio.StreamWriter) -> None:
     """Write the response of one behaviour."""
     write = writer.write
+    if name in TRICKLES:
+        await trickle(name, writer)
+        return
     if name.startswith("status"):
         code = int(name.removeprefix("status"))
         body = json.dumps(
@@ -98,6 +101,23 @@ async def behave(name: str, writer: asyncio.StreamWriter) -> None:
         await writer.drain()
         await asyncio.sleep(0.1)
         write(text_chunk(" z", "length", usage=11) + usage_chunk(11) + event(b"[DONE]"))
+    elif name == "deepjson":  # a RecursionError in json.loads
+        write(event(b"[" * 100_000 + b"]" * 100_000) + text_chunk(" ok", "length", usage=1))
+        write(event(b"[DONE]"))
+    elif name == "bigint":  # past int's 4,300-digit conversion limit
+        write(event(b'{"choices": [], "usage": {"completion_tokens": ' + b"9" * 5000 + b"}}"))
+        write(text_chunk(" ok", "length", usage=1) + event(b"[DONE]"))
+    elif name == "badchoices":  # choices that are not a list, usage that is not a count
+        write(event({"id": 7, "choices": 5, "usage": {"completion_tokens": "many"}}))
+        write(event({"choices": [{"text": " ok", "finish_reason": ["x"]}], "usage": []}))
+        write(text_chunk(" ok", "length", usage=2) + event(b"[DONE]"))
+    elif name == "usagejump":  # 200 bytes claiming a trillion tokens (3.9 GB in the ITL split)
+        write(text_chunk(" a", usage=1) + text_chunk(" b", usage=10**12))
+        write(usage_chunk(10**12) + event(b"[DONE]"))
+    elif name == "hugeline":  # 10 MB without an event's end, then silence
+        write(b"data: " + b"x" * 10_000_000)
+        await writer.drain()
+        await asyncio.sleep(30)
     elif name == "nousage":  # asked for 16, stops after 5, says nothing about usage
         for i in range(5):
             write(text_chunk(f" w{i}", "stop" if i == 4 else None))
@@ -105,6 +125,32 @@ async def behave(name: str, writer: asyncio.StreamWriter) -> None:
             await asyncio.sleep(0.01)
         write(event(b"[DONE]"))
     await writer.drain()
+
+
+# Each byte comes within any read timeout, so only a total deadline ends these.
+TRICKLES = ("slowheaders", "keepalive", "trickle")
+TRICKLE_GAP_S = 0.2
+
+
+async def trickle(name: str, writer: asyncio.StreamWriter) -> None:
+    """Never finish: the headers a byte at a time, keep-alive comments, or an endless body."""
+    if name == "slowheaders":
+        data, repeat = HEADERS + text_chunk(" a", "length", usage=1) + event(b"[DONE]"), False
+    elif name == "keepalive":
+        writer.write(HEADERS)
+        data, repeat = b": keep-alive\n\n", True
+    else:
+        writer.write(HEADERS)
+        data, repeat = text_chunk(" a"), True
+    while True:
+        for i in range(len(data)):
+            writer.write(data[i : i + 1] if name != "keepalive" else data)
+            await writer.drain()
+            await asyncio.sleep(TRICKLE_GAP_S)
+            if name == "keepalive":
+                break
+        if not repeat:
+            return
 
 
 async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

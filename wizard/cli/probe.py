@@ -339,6 +339,27 @@ async def _with_client(
         return spec, await measure(client, spec)
 
 
+async def _metrics_text(url: str, timeout_s: float) -> str:
+    """The body of ``url`` within its deadline and size bound; a one-line error otherwise."""
+    import httpx
+
+    from wizard.errors import WizardError
+    from wizard.probes.bounded import BoundedRequestError, fetch
+
+    async with httpx.AsyncClient(timeout=timeout_s) as client:
+        try:
+            status, text = await fetch(client, "GET", url)
+        except httpx.TimeoutException:
+            raise WizardError(f"{url} did not answer within {timeout_s:g} s") from None
+        except httpx.HTTPError as exc:
+            raise WizardError(f"cannot read {url}: {type(exc).__name__}: {exc}") from None
+        except BoundedRequestError as exc:
+            raise WizardError(str(exc)) from None
+    if status != 200:
+        raise WizardError(f"{url} answered HTTP {status}")
+    return text
+
+
 # `probe validate`'s exit status when nothing could be measured (ERROR), apart from INVALID (1):
 # a script can tell "the server fails the bar" from "the run measured nothing".
 VALIDATE_NOTHING_MEASURED = 3
@@ -456,8 +477,7 @@ def run_metrics(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    import httpx
-
+    from wizard import aio
     from wizard.errors import UsageError, WizardError
     from wizard.probes.metrics import delta, parse
 
@@ -476,15 +496,7 @@ def run_metrics(args: argparse.Namespace) -> int:
     else:
         url = args.url.rstrip("/")
         url = url if url.endswith("/metrics") else url + "/metrics"
-        try:
-            response = httpx.get(url, timeout=args.timeout)
-        except httpx.TimeoutException:
-            raise WizardError(f"{url} did not answer within {args.timeout:g} s") from None
-        except httpx.HTTPError as exc:
-            raise WizardError(f"cannot read {url}: {type(exc).__name__}: {exc}") from None
-        if response.status_code != 200:
-            raise WizardError(f"{url} answered HTTP {response.status_code}")
-        text = response.text
+        text = aio.run(_metrics_text(url, args.timeout))
     now = parse(text)
     if args.save:
         try:

@@ -164,11 +164,13 @@ def preflight(url: str, log_given: bool = False) -> None:
     """
     import httpx
 
+    from wizard import aio
     from wizard.errors import WizardError
+    from wizard.probes.bounded import BoundedRequestError, headers_within_deadline
 
     try:
-        httpx.get(url.rstrip("/") + "/health", timeout=10)
-    except httpx.HTTPError as exc:
+        aio.run(headers_within_deadline(url.rstrip("/") + "/health", timeout_s=10))
+    except (httpx.HTTPError, BoundedRequestError) as exc:
         message = f"cannot reach {url}: {type(exc).__name__}: {exc}"
         if not log_given:
             raise WizardError(message + " (with --vllm-log FILE the wizard reads why)") from None

@@ -2,32 +2,37 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 
+from wizard import safejson
 from wizard.errors import WizardError
+from wizard.numbers import parse_int
+from wizard.probes.bounded import BoundedRequestError, fetch
 
 
 async def served_model(client: httpx.AsyncClient, base_url: str, headers: dict[str, str]) -> str:
     """The first model id from ``/v1/models``; a one-line error when it cannot be listed."""
     url = base_url.rstrip("/") + "/v1/models"
     try:
-        response = await client.get(url, headers=headers)
+        status, body = await fetch(client, "GET", url, headers=headers)
     except httpx.HTTPError as exc:
         raise WizardError(f"cannot list models at {url}: {type(exc).__name__}: {exc}") from None
-    if response.status_code == 401:
+    except BoundedRequestError as exc:
+        raise WizardError(f"cannot list models: {exc}") from None
+    if status == 401:
         raise WizardError(
             f"{url} answered 401 Unauthorized: put the API key in $VLLM_API_KEY "
             "(or name another variable with --api-key-env)"
         )
-    if response.status_code != 200:
-        raise WizardError(
-            f"{url} answered HTTP {response.status_code}; is --target the server's base URL?"
-        )
+    if status != 200:
+        raise WizardError(f"{url} answered HTTP {status}; is --target the server's base URL?")
     try:
-        return str(response.json()["data"][0]["id"])
+        model = safejson.loads(body)["data"][0]["id"]
+        if not isinstance(model, str):
+            raise TypeError(model)
+        return model
     except (ValueError, KeyError, IndexError, TypeError):
         raise WizardError(f"{url} did not return an OpenAI model list") from None
 
@@ -36,16 +41,18 @@ async def _status(
     client: httpx.AsyncClient, method: str, url: str, **kwargs: Any
 ) -> tuple[int | None, str]:
     try:
-        response = await client.request(method, url, **kwargs)
+        status, body = await fetch(client, method, url, **kwargs)
     except httpx.HTTPError as exc:
         return None, f"{type(exc).__name__}: {exc}"
-    return response.status_code, response.text[:2000]
+    except BoundedRequestError as exc:
+        return None, str(exc)
+    return status, body[:2000]
 
 
 def _message(body: str) -> str:
     try:
-        payload = json.loads(body)
-    except json.JSONDecodeError:
+        payload = safejson.loads(body)
+    except ValueError:
         return body.strip()[:200]
     error = payload.get("error") if isinstance(payload, dict) else None
     if isinstance(error, dict):
@@ -74,9 +81,12 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         }
         if models_status == 200:
             try:
-                first = json.loads(models_body)["data"][0]
-                facts["model"], facts["max_model_len"] = first.get("id"), first.get("max_model_len")
-            except (ValueError, KeyError, IndexError, TypeError):
+                first = safejson.loads(models_body)["data"][0]
+                model, max_model_len = first.get("id"), first.get("max_model_len")
+                # Another tool's (or a hostile) server may put anything there.
+                facts["model"] = model if isinstance(model, str) else None
+                facts["max_model_len"] = parse_int(str(max_model_len))
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError):
                 facts["models_status"] = "not an OpenAI model list"
         if facts["model"]:
             ctx.model = ctx.model or facts["model"]
@@ -114,12 +124,13 @@ async def _suffix(client: httpx.AsyncClient, base: str, model: str, headers: dic
     return f"rejected ({_message(text) or status})"
 
 
-def _json_field(body: str, key: str) -> Any:
+def _json_field(body: str, key: str) -> str | None:
     try:
-        payload = json.loads(body)
-    except json.JSONDecodeError:
+        payload = safejson.loads(body)
+    except ValueError:
         return None
-    return payload.get(key) if isinstance(payload, dict) else None
+    value = payload.get(key) if isinstance(payload, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def _auth(models_status: int | None, key_sent: bool) -> str:

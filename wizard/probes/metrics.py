@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from wizard.errors import WizardError
 from wizard.numbers import parse_float, parse_int
+from wizard.probes.bounded import BoundedRequestError, fetch
 
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 ITL = ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds")
@@ -155,12 +156,14 @@ async def scrape(client: httpx.AsyncClient, base_url: str) -> MetricsSnapshot:
     """GET ``/metrics`` and parse it."""
     url = base_url.rstrip("/") + "/metrics"
     try:
-        response = await client.get(url)
+        status, text = await fetch(client, "GET", url)
     except httpx.HTTPError as exc:
         raise WizardError(f"cannot read {url}: {type(exc).__name__}: {exc}") from None
-    if response.status_code != 200:
-        raise WizardError(f"{url} answered HTTP {response.status_code}")
-    return parse(response.text)
+    except BoundedRequestError as exc:
+        raise WizardError(str(exc)) from None
+    if status != 200:
+        raise WizardError(f"{url} answered HTTP {status}")
+    return parse(text)
 
 
 def delta(

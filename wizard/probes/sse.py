@@ -2,23 +2,41 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from wizard import safejson
 
 if TYPE_CHECKING:
     from wizard.probes.stream import StreamSample
 
+# vLLM's largest event is one chunk of a few hundred bytes (a tool call's arguments at most a few
+# KB); an event past this is a server writing garbage, and buffering it would take all memory.
+MAX_EVENT_BYTES = 1024 * 1024
+MAX_MESSAGE_CHARS = 300
+
+
+class OversizedEventError(Exception):
+    """The server sent more than MAX_EVENT_BYTES without ending an event."""
+
 
 class SseParser:
-    """Splits a byte stream into SSE events and records each one in the sample."""
+    """Splits a byte stream into SSE events and records each one in the sample.
+
+    ``max_tokens`` is what the request asked for: a server claiming more completion tokens is not
+    believed (the per-token ITL split would otherwise build one entry per claimed token).
+    """
 
     def __init__(
-        self, sample: StreamSample, on_first_output: Callable[[], None] | None = None
+        self,
+        sample: StreamSample,
+        on_first_output: Callable[[], None] | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         self.sample = sample
         self._buffer = b""
         self._on_first_output = on_first_output
+        self._max_tokens = max_tokens
 
     def feed(self, data: bytes, now: int) -> int:
         """Consume one network read; return how many output events it completed."""
@@ -27,6 +45,8 @@ class SseParser:
         while b"\n\n" in self._buffer:
             raw, self._buffer = self._buffer.split(b"\n\n", 1)
             outputs += self._event(raw, now)
+        if len(self._buffer) > MAX_EVENT_BYTES:
+            raise OversizedEventError(f"an event longer than {MAX_EVENT_BYTES} bytes")
         return outputs
 
     def _event(self, raw: bytes, now: int) -> int:
@@ -46,8 +66,8 @@ class SseParser:
             self.sample.saw_done = True
             return 0
         try:
-            payload = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            payload = safejson.loads(data)
+        except ValueError:  # not JSON, not UTF-8, too deep or a number too long
             self.sample.malformed_events += 1
             return 0
         if not isinstance(payload, dict):
@@ -59,21 +79,29 @@ class SseParser:
         sample = self.sample
         if "error" in payload:
             error = payload["error"]
-            message = error.get("message") if isinstance(error, dict) else str(error)
+            message = error.get("message") if isinstance(error, dict) else error
             sample.error_kind = sample.error_kind or "stream_error"
-            sample.error = sample.error or f"error event in stream: {message}"
+            sample.error = (
+                sample.error or f"error event in stream: {str(message)[:MAX_MESSAGE_CHARS]}"
+            )
             return 0
-        sample.request_id = sample.request_id or payload.get("id")
+        if isinstance(request_id := payload.get("id"), str):
+            sample.request_id = sample.request_id or request_id[:MAX_MESSAGE_CHARS]
         previous_tokens = sample.usage_tokens
         usage = payload.get("usage")
-        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-            sample.usage_tokens = usage["completion_tokens"]
+        if isinstance(usage, dict) and (tokens := usage.get("completion_tokens")) is not None:
+            if self._believable(tokens):
+                sample.usage_tokens = tokens
+            else:
+                sample.malformed_events += 1
+                usage = None
         output = False
-        for choice in payload.get("choices") or []:
+        choices = payload.get("choices")
+        for choice in choices if isinstance(choices, list) else []:
             if not isinstance(choice, dict):
                 continue
-            if choice.get("finish_reason"):
-                sample.finish_reason = choice["finish_reason"]
+            if isinstance(reason := choice.get("finish_reason"), str) and reason:
+                sample.finish_reason = reason[:MAX_MESSAGE_CHARS]
             output = output or carries_output(choice)
         if not output:
             return 0
@@ -86,6 +114,12 @@ class SseParser:
             sample.usage_tokens - (previous_tokens or 0) if has_count and sample.usage_tokens else 0
         )
         return 1
+
+    def _believable(self, tokens: Any) -> bool:
+        """A token count: a non-negative int no larger than the request allows."""
+        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
+            return False
+        return self._max_tokens is None or tokens <= self._max_tokens
 
 
 def carries_output(choice: dict[str, Any]) -> bool:

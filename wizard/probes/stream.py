@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import time
 import weakref
 from collections.abc import Callable
@@ -37,7 +36,9 @@ from typing import Any, Literal
 import anyio
 import httpx
 
-from wizard.probes.sse import SseParser
+from wizard import safejson
+from wizard.probes.bounded import request_deadline_s
+from wizard.probes.sse import OversizedEventError, SseParser
 
 Endpoint = Literal["chat", "completions"]
 ENDPOINT_PATHS: dict[str, str] = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
@@ -290,11 +291,15 @@ async def measure_stream(
         if name is not None:
             setattr(sample, name, now)
 
-    parser = SseParser(sample, on_first_output)
+    parser = SseParser(sample, on_first_output, spec.max_tokens)
+    deadline_s = request_deadline_s(client)
     try:
-        async with client.stream(
-            "POST", url, json=body, headers=headers, extensions={"trace": trace}
-        ) as response:
+        async with (
+            asyncio.timeout(deadline_s),
+            client.stream(
+                "POST", url, json=body, headers=headers, extensions={"trace": trace}
+            ) as response,
+        ):
             sample.headers_ns = time.monotonic_ns()
             sample.status = response.status_code
             sample.content_encoding = response.headers.get("content-encoding")
@@ -308,6 +313,11 @@ async def measure_stream(
                 now = time.monotonic_ns()
                 sample.read_times_ns.append(now)
                 sample.read_events.append(parser.feed(data, now))
+    except TimeoutError:
+        sample.error_kind = "deadline"
+        sample.error = f"no complete response from {url} within its {deadline_s:g} s deadline"
+    except OversizedEventError as exc:
+        sample.error_kind, sample.error = "oversized_event", f"{url} sent {exc}"
     except httpx.ConnectError as exc:
         sample.error_kind, sample.error = "connection_refused", f"cannot connect to {url}: {exc}"
     except httpx.ReadTimeout:
@@ -359,8 +369,8 @@ async def prepare(url: str) -> None:
 def _error_message(body: str) -> str:
     """The message inside vLLM's error bodies (nested, flat or 401), else the raw text."""
     try:
-        payload = json.loads(body)
-    except json.JSONDecodeError:
+        payload = safejson.loads(body)
+    except ValueError:
         return body.strip().splitlines()[0] if body.strip() else "(empty body)"
     if isinstance(payload, dict):
         error = payload.get("error", payload.get("message"))
