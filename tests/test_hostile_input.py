@@ -163,3 +163,55 @@ def test_nginx_timeout_that_does_not_parse_is_shown_as_unknown(tmp_path: Path) -
     console = Console(width=200, record=True)
     console.print(nginx_config_view(report))
     assert "?/?" in console.export_text()
+
+
+def _chained(tmp_path: Path, header: dict[str, object], events: list[dict[str, object]]) -> Path:
+    """A transcript whose chain verifies, whatever its events say (as a forger would write it)."""
+    import hashlib
+    import json
+
+    def canonical(record: dict[str, object]) -> str:
+        return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+    lines = [canonical(header)]
+    for seq, event in enumerate(events, start=1):
+        record = {**event, "seq": seq, "prev": hashlib.sha256(lines[-1].encode()).hexdigest()}
+        record["hash"] = hashlib.sha256(canonical(record).encode()).hexdigest()
+        lines.append(canonical(record))
+    path = tmp_path / "t.ndjson"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("header", "event", "message"),
+    [
+        ({"type": "header", "schema_version": None}, None, ":1: not a latency-wizard transcript header"),
+        ({"type": "header", "schema_version": "1"}, None, ":1: not a latency-wizard transcript header"),
+        ({"type": "header", "schema_version": 1},
+         {"t": "x", "type": "note", "node": None, "data": "text"}, ":2: event field 'data'"),
+        ({"type": "header", "schema_version": 1},
+         {"t": "x", "node": None, "data": {}}, ":2: event field 'type'"),
+        ({"type": "header", "schema_version": 1},
+         {"t": "x", "type": "note", "node": 5, "data": {}}, ":2: event field 'node'"),
+    ],
+)  # fmt: skip
+def test_transcripts_that_verify_but_are_not_ours_end_with_one_line(
+    tmp_path: Path, header: dict[str, object], event: dict[str, object] | None, message: str
+) -> None:
+    from wizard import transcript
+
+    path = _chained(tmp_path, header, [event] if event else [])
+    with pytest.raises(transcript.TranscriptError, match=message):
+        transcript.load(path)
+
+
+def test_a_transcript_nested_too_deep_is_damaged_not_a_recursion_error(tmp_path: Path) -> None:
+    from wizard import transcript
+
+    path = tmp_path / "t.ndjson"
+    path.write_text(
+        '{"type": "header", "schema_version": 1}\n' + "[" * 100_000 + "]" * 100_000 + "\n"
+    )
+    with pytest.raises(transcript.TranscriptError, match=":2: not JSON"):
+        transcript.load(path)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wizard import __version__
+from wizard import __version__, safejson
 from wizard.auth import MASK, secret_pattern
 from wizard.errors import WizardError
 
@@ -178,9 +178,10 @@ def load(path: Path | str) -> Transcript:
         )
     lines = lines[:-1]
     header = _parse_line(path, 1, lines[0])
-    if header.get("type") != "header" or "schema_version" not in header:
+    version = header.get("schema_version")
+    if header.get("type") != "header" or not isinstance(version, int) or isinstance(version, bool):
         raise TranscriptError(f"{path}:1: not a latency-wizard transcript header")
-    if header["schema_version"] > SCHEMA_VERSION:
+    if version > SCHEMA_VERSION:
         raise TranscriptError(
             f"{path}:1: schema_version {header['schema_version']} is newer than this tool"
         )
@@ -199,14 +200,28 @@ def load(path: Path | str) -> Transcript:
             raise TranscriptError(
                 f"{path}:{number}: expected seq {number - 1}, found {event.get('seq')}"
             )
+        _check_envelope(path, number, event)
         events.append(event)
     return Transcript(path, header, events)
 
 
+# design §7: every event's envelope. A chain that verifies proves no accident, not the origin: a
+# transcript edited and re-chained, or written by another tool, is checked before it is rendered.
+_ENVELOPE = {"t": str, "type": str, "data": dict}
+
+
+def _check_envelope(path: Path, number: int, event: dict[str, Any]) -> None:
+    for key, kind in _ENVELOPE.items():
+        if not isinstance(event.get(key), kind):
+            raise TranscriptError(f"{path}:{number}: event field '{key}' is missing or malformed")
+    if event.get("node") is not None and not isinstance(event["node"], str):
+        raise TranscriptError(f"{path}:{number}: event field 'node' is malformed")
+
+
 def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
     try:
-        value = json.loads(line)
-    except json.JSONDecodeError:
+        value = safejson.loads(line)
+    except ValueError:  # also nesting too deep and integers too long
         raise TranscriptError(f"{path}:{number}: not JSON (the file is damaged)") from None
     if not isinstance(value, dict):
         raise TranscriptError(f"{path}:{number}: not a transcript record")
