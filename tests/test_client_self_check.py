@@ -36,7 +36,7 @@ def test_the_wizard_lowers_its_own_concurrency_and_measures_again(
     change = next(e["data"] for e in events if e["type"] == "change")
     assert (change["code"], change["layer"], change["parameter"]) == (
         "LAT050",
-        "client",
+        "measurement",
         "concurrency",
     )
     assert (change["before"], change["after"]) == ("4", "2")
@@ -65,7 +65,7 @@ def test_a_resumed_walk_keeps_the_lowered_concurrency(tmp_path: Path) -> None:
     writer = transcript.TranscriptWriter.create(
         path, {"target": "http://127.0.0.1:9"}, transcript.Redactor()
     )
-    change = {"code": "LAT050", "layer": "client", "parameter": "concurrency", "before": "4",
+    change = {"code": "LAT050", "layer": "measurement", "parameter": "concurrency", "before": "4",
               "after": "2", "note": "", "restarted": False, "measured": True}  # fmt: skip
     writer.append("change", "baseline.direct", change)
     session = Session(playbook.load(), ProbeContext(target="http://127.0.0.1:9"), None, None)  # type: ignore[arg-type]

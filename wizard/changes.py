@@ -415,7 +415,7 @@ def lower_client_concurrency(
     now = int(spec.get("concurrency", 0)) or None
     after = max(1, now // 2) if now else None
     return {
-        "layer": "client", "parameter": "concurrency", "before": now, "before_from": "direct.spec",
+        "layer": "measurement", "parameter": "concurrency", "before": now, "before_from": "direct.spec",
         "after": after, "apply": f"measure with {after} streams" if after else "fewer streams",
         "basis": "the measuring client is behind; fewer streams let it keep up",
     }  # fmt: skip

@@ -112,7 +112,7 @@ def restore(session: Session, events: list[dict[str, Any]]) -> str:
             session.measurements.append(data)
         elif kind == "change":
             session.changes.append(data)
-            if data.get("layer") == "client" and data.get("after") is not None:
+            if data.get("layer") == "measurement" and data.get("after") is not None:
                 session.ctx.client_concurrency = int(data["after"])
         elif kind == "comparison":
             session.comparisons.append(data)
@@ -357,13 +357,13 @@ async def _finding(session: Session, node: Node, finding: Finding) -> None:
     unusable = changes.unusable(finding.change)
     if unusable:
         session.record("note", node.id, {"text": f"{finding.code}: no value to apply ({unusable})"})
-        if finding.change.get("not_applicable") or finding.change.get("layer") == "client":
+        if finding.change.get("not_applicable") or finding.change.get("layer") == "measurement":
             return
         # No value computed (the server's current one is unknown): the change still says what
         # to read, and an operator who reads it may make it by hand and say so.
-    if finding.change.get("layer") == "client":
+    if finding.change.get("layer") == "measurement":
         # The wizard's own measuring client: the wizard changes it itself, nobody is asked.
-        decision = Decision(applied=True, layer="client", parameter=str(finding.change["parameter"]),
+        decision = Decision(applied=True, layer="measurement", parameter=str(finding.change["parameter"]),
                             before=str(finding.change.get("before")),
                             after=str(finding.change["after"]),
                             note="the wizard lowered its own concurrency and measures again")  # fmt: skip

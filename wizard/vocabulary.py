@@ -16,7 +16,9 @@ CAUSES = frozenset({
 })  # fmt: skip
 
 SEVERITIES = ("info", "warn", "fail")
-LAYERS = ("vllm", "nginx", "host", "client")
+# "client" is the service's own client (endpoint, base URL, key); "measurement" the wizard's
+# measuring client, which the wizard changes itself (LAT050).
+LAYERS = ("vllm", "nginx", "host", "client", "measurement")
 LANGUAGES = ("en", "zh")
 
 # Every item of the procedure (shared/seed/procedure.md); the playbook must cover all of them.
