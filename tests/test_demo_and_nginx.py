@@ -33,9 +33,19 @@ def demo(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], 
     return result, path
 
 
-def leftover_processes(marker: str) -> list[str]:
+def leftover_processes(path: Path) -> list[str]:
+    """Processes still running from the demo that wrote this transcript, and from no other.
+
+    Its simulator and nginx run from temporary folders of their own, named in the header: only
+    command lines naming those folders count, so a demo or a test beside this one never does.
+    """
+    header = transcript.load(path).header
+    folders = {str(Path(header[key]).parent) for key in ("vllm_log",) if header.get(key)}
+    if header.get("nginx_conf"):
+        folders.add(str(Path(header["nginx_conf"]).parent.parent))
+    assert folders, header
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
-    return [line for line in ps if marker in line and "ps -eo" not in line]
+    return [line for line in ps if any(f in line for f in folders) and "ps -eo" not in line]
 
 
 @requires_nginx
@@ -73,9 +83,7 @@ def test_demo_finds_and_fixes_nginx_buffering(tmp_path: Path) -> None:
     assert "upstream:  the simulator runs with --http h11" in result.stdout
     assert f"transcript: {path}" in result.stdout
     assert f"latency-wizard export {path} --format md" in result.stdout
-    assert not leftover_processes("latency-wizard-nginx-") and not leftover_processes(
-        "latency-wizard-demo-"
-    )
+    assert not leftover_processes(path)
 
 
 def test_demo_applies_a_vllm_change_by_restarting_the_simulator(tmp_path: Path) -> None:
@@ -184,6 +192,4 @@ def test_demo_interrupted_cleans_up_and_keeps_the_transcript(tmp_path: Path) -> 
     assert process.returncode == 130, err
     assert "start it again with: latency-wizard demo" in out and "Traceback" not in err
     assert transcript.load(path).events  # a valid prefix
-    assert not leftover_processes("latency-wizard-nginx-") and not leftover_processes(
-        "latency-wizard-demo-"
-    )
+    assert not leftover_processes(path)

@@ -6,7 +6,7 @@ Grammar (YAML/JSON):
     {answer: "question_id", <op>: operand}
     {all: [cond, ...]}  {any: [cond, ...]}  {not: cond}
 An operand is a literal or a reference ``{fact: "x.y", times: 2, plus: 10}`` or ``{answer: id, ...}``
-(times/plus optional),
+(times/plus optional; ``times`` may itself be a reference, for a product of two facts),
 so "proxy TTFT more than twice direct TTFT" is ``{fact: proxy.ttft_p50, gt: {fact: direct.ttft_p50,
 times: 2}}``. A missing fact makes a comparison false (``exists`` tests for it explicitly).
 """
@@ -70,13 +70,17 @@ def check(condition: Any) -> None:
     op = next(iter(ops))
     if op != "exists" and op not in COMPARISONS:
         raise ConditionError(f"unknown operator '{op}' (use {', '.join([*COMPARISONS, 'exists'])})")
-    operand = condition[op]
-    if isinstance(operand, Mapping) and (
-        len(set(operand) & set(SUBJECTS)) != 1 or not set(operand) <= {*SUBJECTS, "times", "plus"}
-    ):
+    _check_operand(condition[op])
+
+
+def _check_operand(operand: Any) -> None:
+    if not isinstance(operand, Mapping):
+        return
+    if len(set(operand) & set(SUBJECTS)) != 1 or not set(operand) <= {*SUBJECTS, "times", "plus"}:
         raise ConditionError(
             f"an operand reference takes fact or answer, times, plus; got {sorted(operand)}"
         )
+    _check_operand(operand.get("times"))
 
 
 def evaluate(condition: Any, facts: Mapping[str, Any], answers: Mapping[str, Any]) -> bool:
@@ -115,6 +119,7 @@ def _operand(operand: Any, facts: Mapping[str, Any], answers: Mapping[str, Any])
         if "fact" in operand
         else answers.get(operand["answer"], MISSING)
     )
-    if value is MISSING or value is None:
+    times = _operand(operand.get("times", 1), facts, answers)
+    if value is MISSING or value is None or times is MISSING:
         return MISSING
-    return value * operand.get("times", 1) + operand.get("plus", 0)
+    return value * times + operand.get("plus", 0)
