@@ -234,6 +234,21 @@ def test_conditions_grammar_and_evaluation() -> None:
             conditions.check(bad)
 
 
+def test_a_ratio_within_the_measured_noise_is_no_difference() -> None:
+    """``noise: segment`` lifts the factor to 1 + the A/A band: on a server whose own repeat moved
+    TTFT by 80 %, a proxy 1.6x slower than direct is not shown to be slower."""
+    rule = {"fact": "proxy.ttft", "gt": {"fact": "direct.ttft", "times": 1.5, "noise": "ttft_ms"}}
+    conditions.check(rule)
+    measured = {"direct": {"ttft": 100}, "proxy": {"ttft": 160}}
+    assert conditions.evaluate(rule, measured, {})  # no A/A pair: the factor alone
+    assert conditions.evaluate(rule, {**measured, "noise": {"ttft_ms": 0.1}}, {})
+    assert not conditions.evaluate(rule, {**measured, "noise": {"ttft_ms": 0.8}}, {})
+    flat = {"fact": "proxy.ttft", "lt": {"fact": "direct.ttft", "times": 1.5, "noise": "ttft_ms"}}
+    assert conditions.evaluate(flat, {**measured, "noise": {"ttft_ms": 0.8}}, {})
+    with pytest.raises(conditions.ConditionError):
+        conditions.check({"fact": "x", "gt": {"fact": "y", "noise": 0.8}})
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(wizard_command(*args), capture_output=True, text=True, timeout=60)
 

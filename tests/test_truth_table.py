@@ -1,7 +1,7 @@
-"""The truth table: named faults alone and two at once (a proxy fault on top), with and without
-the vLLM log and the host's files, each reaching its cause and proven fixed by its own evidence (or,
-when the demo cannot change it, reported as remaining); and LoadGen run before the first change and
-after the last, side by side.
+"""The truth table: named faults alone and two at once (a proxy fault on top, or a second engine
+flag), with and without the vLLM log and the host's files, each reaching its cause and proven fixed
+by its own evidence (or, when the demo cannot change it, reported as remaining); and LoadGen run
+before the first change and after the last, side by side.
 
 The demo owns its processes (the simulator, and nginx in front of it with a close-delimited
 upstream, where nginx's default buffering really batches the stream), so it applies every change
@@ -20,21 +20,29 @@ from tests.conftest import assert_walk_exit, wizard_command
 from wizard import transcript
 from wizard.nginx_runner import find_nginx
 
-# scenario, with nginx, evidence withheld, causes expected, causes the demo cannot fix (they
-# remain, and the walk must say so). Every other expected cause is changed and proven gone.
+# scenario (with a second engine fault as NAME=VALUE), with nginx, evidence withheld, causes
+# expected, causes the demo cannot fix (they remain, and the walk must say so). Every other
+# expected cause is changed and proven gone.
 ROWS = [
     ("kv-pressure", False, (), {"kv_cache_preemption"}, set()),
     ("queue-saturation", False, (), {"queue_saturation"}, set()),
     ("kv-pressure", True, (), {"kv_cache_preemption", "proxy_buffering"}, set()),
     ("queue-saturation", True, (), {"queue_saturation", "proxy_buffering"}, set()),
     ("batch-budget-small", True, (), {"batched_tokens_hurts_ttft", "proxy_buffering"}, set()),
+    # Two engine faults at once: a queue in front of a budget that starves long prompts, each
+    # fixed in turn and each proven by its own evidence.
+    ("batch-budget-small+max_num_seqs=4", False, (),
+     {"queue_saturation", "batched_tokens_hurts_ttft"}, set()),
     # /metrics and the measurements alone: no log, no host files.
     ("kv-pressure", False, ("log", "host"), {"kv_cache_preemption"}, set()),
     # TP over PCIe is named from the host's topology; the demo cannot re-wire GPUs.
     ("tp-over-pcie", False, (), {"tp_without_nvlink"}, {"tp_without_nvlink"}),
+    # ... and a queue on top of it is still found and fixed, the layout still reported.
+    ("tp-over-pcie+max_num_seqs=4", False, (), {"tp_without_nvlink", "queue_saturation"},
+     {"tp_without_nvlink"}),
     # Without the topology nothing shows the interconnect: the walk must not invent a cause.
     ("tp-over-pcie", False, ("host",), set(), set()),
-]
+]  # fmt: skip
 
 
 @pytest.mark.slow
@@ -46,8 +54,10 @@ def test_each_cause_is_found_and_its_fix_proven(
     if nginx and find_nginx() is None:
         pytest.skip("nginx is not installed (CI installs it and sets WIZARD_REQUIRE_NGINX=1)")
     path = tmp_path / "walk.ndjson"
+    scenario, *flags = scenario.split("+")
     result = subprocess.run(
         wizard_command("demo", "--auto", "--scenario", scenario, "--transcript", str(path),
+                       *(arg for flag in flags for arg in ("--engine-flag", flag)),
                        *([] if nginx else ["--no-nginx"]),
                        *(arg for what in withheld for arg in ("--withhold", what))),
         capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,

@@ -8,7 +8,10 @@ Grammar (YAML/JSON):
 An operand is a literal or a reference ``{fact: "x.y", times: 2, plus: 10}`` or ``{answer: id, ...}``
 (times/plus optional; ``times`` may itself be a reference, for a product of two facts),
 so "proxy TTFT more than twice direct TTFT" is ``{fact: proxy.ttft_p50, gt: {fact: direct.ttft_p50,
-times: 2}}``. A missing fact makes a comparison false (``exists`` tests for it explicitly).
+times: 2}}``. ``noise: <segment>`` raises the factor to at least 1 + the noise band the walk measured
+for that segment (the A/A pair, fact ``noise.<segment>``), so that a ratio the server's own noise can
+produce never counts as a difference. A missing fact makes a comparison false (``exists`` tests for
+it explicitly).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
     "contains": lambda value, item: item in value,
 }  # fmt: skip
 SUBJECTS = ("fact", "answer")
+MODIFIERS = ("times", "plus", "noise")
 MISSING = object()
 
 
@@ -76,9 +80,13 @@ def check(condition: Any) -> None:
 def _check_operand(operand: Any) -> None:
     if not isinstance(operand, Mapping):
         return
-    if len(set(operand) & set(SUBJECTS)) != 1 or not set(operand) <= {*SUBJECTS, "times", "plus"}:
+    if len(set(operand) & set(SUBJECTS)) != 1 or not set(operand) <= {*SUBJECTS, *MODIFIERS}:
         raise ConditionError(
-            f"an operand reference takes fact or answer, times, plus; got {sorted(operand)}"
+            f"an operand reference takes fact or answer, times, plus, noise; got {sorted(operand)}"
+        )
+    if "noise" in operand and not isinstance(operand["noise"], str):
+        raise ConditionError(
+            f"noise names a measured segment (ttft_ms...), got {operand['noise']!r}"
         )
     _check_operand(operand.get("times"))
 
@@ -120,6 +128,10 @@ def _operand(operand: Any, facts: Mapping[str, Any], answers: Mapping[str, Any])
         else answers.get(operand["answer"], MISSING)
     )
     times = _operand(operand.get("times", 1), facts, answers)
-    if value is MISSING or value is None or times is MISSING:
+    if value is MISSING or value is None or times is MISSING or times is None:
         return MISSING
+    if "noise" in operand:
+        band = lookup(facts, f"noise.{operand['noise']}")
+        if isinstance(band, int | float):
+            times = max(times, 1 + band)
     return value * times + operand.get("plus", 0)
