@@ -4,7 +4,12 @@ Matching ignores the line prefix, so bare messages, ``INFO mm-dd hh:mm:ss file.p
 ``(APIServer pid=...)`` / ``(Worker_TP1 pid=...)`` / ``(VllmWorker rank=1 pid=...)``, Ray's nested
 prefixes and custom formats all read the same. Lines glued together are split where a second log
 prefix starts; markdown fences and anything unrecognised are skipped. Several runs in one file are
-told apart by their start-up lines; the last run is reported, every run is listed under ``runs``.
+told apart by their start-up lines (a pasted command line or manifest starts one too); the last run
+is reported, the first and last are listed under ``runs``. A command pasted after the last run's log
+is read as that run's command. The engine generation comes from every era's marks (``vllm_engine``),
+arguments also from pasted command lines, manifests and ``Namespace(...)`` dumps (``vllm_args``),
+the stats lines of every era from ``vllm_stats``. What is skipped or cannot be read is a line in
+``notes``.
 
 Start-up is timed from the run's first timestamped line to its ready line (``Starting vLLM server
 on``, older ``Starting vLLM API server 0 on`` / ``Uvicorn running on`` / ``Application startup
@@ -22,22 +27,19 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from wizard.numbers import MAX_DIGITS, parse_float, parse_int
+from wizard.probes import vllm_stats
+from wizard.probes.vllm_args import FIELDS as ARG_FIELDS
+from wizard.probes.vllm_args import ArgsCollector, ServerArgs, read_namespace
+from wizard.probes.vllm_engine import ENGINE_LINE, MARK, VERSION, code_mark, version_mark
 
 MAX_STATS_PER_RUN = 1000
+MAX_NOTES = 20
 GLUE = re.compile(
     r"(?<=\S)(?=(?:\([\w\-]+(?: rank=\d+)? pid=\d+\) )?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d)"
 )
 LEVEL_WORDS = ("INFO ", "WARNING ", "ERROR ", "DEBUG ", "CRITICAL ")
 PID_PREFIX_BEFORE = re.compile(r"\([\w\-]+(?: rank=\d+)? pid=\d+\) ")
 NUM = r"([\d,]+(?:\.\d+)?)"
-STATS = re.compile(
-    r"Avg prompt throughput: (?P<prompt>[\d.]+) tokens/s, Avg generation throughput: (?P<gen>[\d.]+) tokens/s, "
-    r"Running: (?P<running>\d+) reqs,(?: Swapped: \d+ reqs,)? (?:Waiting|Pending): (?P<waiting>\d+) reqs"
-    # "GPU KV cache usage" (CPU, XPU, ... or no device word): the device is the last word of
-    # ``before``, read in Python (a regex group for it made the hot path slower).
-    r"(?:.*?Preemptions: (?P<preemptions>\d+))?(?P<before>.*?)KV cache usage: (?P<kv>[\d.]+)%"
-    r"(?:, Prefix cache hit rate: (?P<prefix>[\d.]+)%)?"
-)
 # vLLM's own line format: "INFO mm-dd hh:mm:ss" (no year); looked for near the start of a line.
 TIMESTAMP = re.compile(r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)\b")
 TIMESTAMP_WITHIN = 200
@@ -76,13 +78,22 @@ DEVICE_MEMORY = re.compile(
 SERVED_MODEL = re.compile(
     r"serving model ([^\s\"',}]+)|LLM engine(?: \(v[^)]*\))? with config: model='([^']+)'"
 )
-RUN_START = re.compile(r"non-default args: |vLLM API server version |vLLM server version ")
-ENGINE_INIT = re.compile(
-    # 2023 (vLLM 0.2) printed no version: "Initializing an LLM engine with config: ...".
-    r"Initializing an? (?P<v1>V1 )?LLM engine(?: \(v[^)]*\))? with config: (?P<config>.*)"
+# A run's start lines, by kind: a second line of a kind already seen is the next run's start.
+RUN_START = re.compile(
+    r"(?P<args>non-default args: )|(?P<version>vLLM (?:API )?server version )|(?P<namespace>args: Namespace\()"
 )
+ENGINE_INIT = re.compile(
+    # 2023 (vLLM 0.2) printed no version: "Initializing an LLM engine with config: ..."; 0.8-0.10
+    # named the generation ("a V0 LLM engine", "a V1 LLM engine").
+    r"Initializing an? (?:(?P<gen>V[01]) )?LLM engine(?: \(v[^)]*\))? with config: (?P<config>.*)"
+)
+# The engine config line's keys (V0 lines of 2024 wrote "chunked_prefill_enabled=").
 CONFIG_KEYS = {"tensor_parallel_size": int, "pipeline_parallel_size": int, "max_seq_len": int,
-               "enforce_eager": bool, "enable_chunked_prefill": bool, "block_size": int}  # fmt: skip
+               "max_model_len": int, "enforce_eager": bool, "enable_chunked_prefill": bool,
+               "chunked_prefill_enabled": bool, "block_size": int, "max_num_seqs": int,
+               "max_num_batched_tokens": int, "gpu_memory_utilization": float}  # fmt: skip
+CONFIG_NAMES = {"max_seq_len": "max_model_len", "enable_chunked_prefill": "chunked_prefill",
+                "chunked_prefill_enabled": "chunked_prefill"}  # fmt: skip
 ARG_KEYS = ("model", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "gpu_memory_utilization",
             "tensor_parallel_size", "pipeline_parallel_size", "enforce_eager", "enable_chunked_prefill",
             "num_gpu_blocks_override", "block_size")  # fmt: skip
@@ -130,6 +141,8 @@ class Run:
 
     model: str | None = None
     engine: str | None = None
+    engine_from: str | None = None  # what told the generation: its config line, version, a mark
+    server_args_from: str | None = None  # a pasted command line, manifest or Namespace dump
     kv_cache_tokens: int | None = None
     max_concurrency: float | None = None
     max_concurrency_tokens_per_request: int | None = None
@@ -167,6 +180,27 @@ class Run:
     first_timestamp: str | None = field(default=None, compare=False)
     ready_timestamp: str | None = field(default=None, compare=False)
     startup_span_s: float | None = field(default=None, compare=False)
+    engine_strength: int = field(default=0, compare=False)
+    starts: set[str] = field(default_factory=set, compare=False)  # the start-line kinds seen
+    notes: list[str] = field(default_factory=list, compare=False)
+
+    def note(self, text: str) -> None:
+        """Add a note; past MAX_NOTES only the count grows (a hostile log cannot grow it)."""
+        if len(self.notes) < MAX_NOTES:
+            self.notes.append(text)
+        elif len(self.notes) == MAX_NOTES:
+            self.notes.append("more notes were left out")
+
+    def set_engine(self, generation: str, strength: int, source: str) -> None:
+        """Take ``generation`` unless a stronger source already said."""
+        if strength > self.engine_strength:
+            self.engine, self.engine_from, self.engine_strength = generation, source, strength
+
+    @property
+    def started(self) -> bool:
+        """Whether this run holds more than start lines: its next start line is another run."""
+        return (self.engine_strength == ENGINE_LINE or self.kv_cache_tokens is not None
+                or bool(self.errors) or self.stats_total > 0)  # fmt: skip
 
     @property
     def startup_timings_s(self) -> float | None:
@@ -222,9 +256,10 @@ def _literal_dict(text: str) -> dict[str, Any] | None:
     return None
 
 
-def _apply_args(run: Run, text: str) -> None:
+def _apply_args(run: Run, text: str, line_number: int) -> None:
     args = _literal_dict(text)
     if args is None:
+        run.note(f"line {line_number}: the non-default args do not read as a Python dict: skipped")
         return
     for key in ARG_KEYS:
         if key in args and _plausible(key, value := args[key]):
@@ -249,12 +284,17 @@ def _apply_config(run: Run, config: str) -> None:
         if match is None:
             continue
         raw = match.group(1)
-        value: Any = raw == "True" if kind is bool else parse_int(raw)
+        value: Any
+        if kind is bool:
+            value = {"True": True, "False": False}.get(raw)
+        elif kind is float:
+            value = parse_float(raw)
+            value = value if value is not None and 0 < value <= 1 else None
+        else:
+            value = parse_int(raw)
         if value is None:
             continue
-        name = {"max_seq_len": "max_model_len", "enable_chunked_prefill": "chunked_prefill"}.get(
-            key, key
-        )
+        name = CONFIG_NAMES.get(key, key)
         if getattr(run, name) is None:
             setattr(run, name, value)
 
@@ -287,9 +327,10 @@ NEEDLES = (
     "is smaller than max_model_len", "must be divisible by", "Engine core initialization failed",
     "EngineCore failed to start", "cache blocks", "EngineCore encountered", "num_gpu_blocks_override",
     "Warming up", "Starting vLLM", "Uvicorn running on", "Application startup complete",
+    "Namespace(", "█",
 )  # fmt: skip
 INTERESTING = re.compile("|".join(re.escape(needle) for needle in NEEDLES))
-STATS_NEEDLE = "Avg prompt throughput: "
+STATS_NEEDLE = vllm_stats.NEEDLE
 
 
 def _may_be_glued(line: str) -> bool:
@@ -329,6 +370,7 @@ class LogReader:
         self.line_number = 0
         self._last_stamp: str | None = None  # the current run's latest, while it starts
         self._warmup_began: str | None = None
+        self._args = ArgsCollector()
 
     @property
     def run(self) -> Run:
@@ -344,19 +386,30 @@ class LogReader:
         else:
             self._line(line)
 
-    def _new_run_if_started(self, line: str) -> None:
+    def _new_run_if_started(self, line: str, at_line: int | None = None) -> None:
         if not self.run.empty:
             stamp = _stamp(line)
             if len(self.runs) >= 3:
                 del self.runs[1]  # a middle run: counted, not kept
-            self.runs.append(Run(started_at_line=self.line_number, first_timestamp=stamp))
+            self.runs.append(
+                Run(started_at_line=at_line or self.line_number, first_timestamp=stamp)
+            )
             self.runs_total += 1
             self._last_stamp, self._warmup_began = stamp, None
 
+    def _start(self, kind: str, line: str, at_line: int | None = None) -> Run:
+        """A start line of ``kind``: the next run's when this run already started or had one."""
+        if self.run.started or kind in self.run.starts:
+            self._new_run_if_started(line, at_line)
+        self.run.starts.add(kind)
+        return self.run
+
     def _line(self, line: str) -> None:
         if STATS_NEEDLE in line:  # the bulk of a long log: nothing else can be on this line
-            if (match := STATS.search(line)) is not None:
-                self._stats(self.run, match, line)
+            if (read := vllm_stats.read(line)) is not None:
+                self._stats(self.run, *read, line)
+            elif len(self.run.notes) < MAX_NOTES:
+                self.run.note(f"line {self.line_number}: a stats line that does not read: skipped")
             return
         run = self.run
         # Timestamps only while the run starts (no ready line, no stats yet): the rest of a long
@@ -364,22 +417,31 @@ class LogReader:
         if not run.server_ready and not run.stats_total and (stamp := _stamp(line)) is not None:
             run.first_timestamp = run.first_timestamp or stamp
             self._last_stamp = stamp
+        if not run.engine_strength and (mark := code_mark(line)) is not None:
+            run.set_engine(mark[0], MARK, mark[1])
+        if self._args.wants(line):
+            for args in self._args.feed(line, self.line_number):
+                self._server_args(args, line)
         if INTERESTING.search(line) is None:
             return
-        # A start line after an engine, a KV cache or an error is the next start (a failed start
-        # and its restart appended to the same file are two runs).
-        if RUN_START.search(line) and (
-            run.engine is not None or run.kv_cache_tokens is not None or run.errors
-        ):
-            self._new_run_if_started(line)
+        # A start line after an engine, a KV cache, an error or stats is the next start (a failed
+        # start and its restart appended to the same file are two runs).
+        if (start := RUN_START.search(line)) is not None and start.lastgroup != "namespace":
+            self._start(str(start.lastgroup), line)
         run = self.run
+        if run.engine_strength < VERSION and (version := version_mark(line)) is not None:
+            run.set_engine(version[0], VERSION, version[1])
         if (found := line.find("non-default args: ")) >= 0:
-            _apply_args(run, line[found + len("non-default args: ") :])
+            _apply_args(run, line[found + len("non-default args: ") :], self.line_number)
+        if "Namespace(" in line and (namespace := read_namespace(line, self.line_number)):
+            self._server_args(namespace, line)
+            run = self.run
         if (init := ENGINE_INIT.search(line)) is not None:
-            if run.engine is not None:
+            if run.engine_strength == ENGINE_LINE:
                 self._new_run_if_started(line)
                 run = self.run
-            run.engine = "v1" if init.group("v1") else "v0"
+            generation = (init.group("gen") or "V0").lower()
+            run.set_engine(generation, ENGINE_LINE, f"engine config line {self.line_number}")
             _apply_config(run, init.group("config"))
         if run.model is None and (match := SERVED_MODEL.search(line)) is not None:
             run.model = match.group(1) or match.group(2)
@@ -404,7 +466,6 @@ class LogReader:
             run.max_concurrency = _number(match.group(2))
         if (match := re.search(r"# (?:GPU|cuda) blocks: (\d+)", line)) is not None:
             run.num_gpu_blocks = parse_int(match.group(1))
-            run.engine = run.engine or "v0"
         if (
             match := re.search(
                 r"is preempted by (PreemptionMode\.)?(?P<mode>RECOMPUTE|SWAP) mode", line
@@ -448,37 +509,50 @@ class LogReader:
                 run.warmup_s = seconds_between(self._warmup_began, ended)
             self._warmup_began = None
 
-    def _stats(self, run: Run, match: re.Match[str], line: str) -> None:
-        numbers = [
-            parse_int(match.group("running")), parse_int(match.group("waiting")),
-            parse_float(match.group("kv")), parse_float(match.group("prompt")),
-            parse_float(match.group("gen")), parse_int(match.group("preemptions") or "0"),
-        ]  # fmt: skip
-        if None in numbers:  # a number that does not parse: not one of vLLM's stats lines
-            return
-        running, waiting, kv, prompt, gen, preemptions = numbers
-        if preemptions:
+    def _server_args(self, args: ServerArgs, line: str) -> None:
+        """A pasted command, manifest or Namespace dump: it starts a run; it fills what is unset."""
+        kind = "namespace" if args.source == "Namespace dump" else "command"
+        run = self._start(kind, line, args.line)
+        for name, value in args.settings.items():
+            if getattr(run, name) is None:
+                setattr(run, name, value)
+        run.server_args_from = run.server_args_from or f"{args.source} at line {args.line}"
+        for note in args.notes:
+            run.note(note)
+
+    def _stats(self, run: Run, stats: dict[str, Any], device: str | None, line: str) -> None:
+        if stats["preemptions"]:
             run.preemptions_seen = True
             run.preemption_mode = run.preemption_mode or "RECOMPUTE"  # V1 recomputes, always
         if "Engine 0" in line or "Engines Aggregated" in line or "Waiting:" in line:
-            run.engine = run.engine or "v1"
+            run.set_engine("v1", MARK, "the V1 stats line")
         elif "Pending:" in line:
-            run.engine = run.engine or "v0"
+            run.set_engine("v0", MARK, "the V0 stats line (Pending)")
         run.stats_total += 1
         if run.kv_cache_device is None:
-            word = match.group("before").rstrip().rpartition(" ")[2]
-            run.kv_cache_device = word if word.isalnum() and word.isupper() else None
-        # The key keeps its old name whatever the device (a contract other tools read).
-        stats = {
-            "running": running, "waiting": waiting, "gpu_kv_cache_usage_pct": kv,
-            "prompt_throughput": prompt, "generation_throughput": gen,
-            "preemptions": preemptions,
-        }  # fmt: skip
-        if (prefix := match.group("prefix")) is not None:  # V1 only; absent from V0's lines
-            stats["prefix_cache_hit_rate_pct"] = parse_float(prefix)
+            run.kv_cache_device = device
         run.stats.append(stats)
         if len(run.stats) > MAX_STATS_PER_RUN:
             del run.stats[0]
+
+    def finish(self) -> None:
+        """End of input: a command still being collected, and a command pasted after its log."""
+        for args in self._args.flush():
+            self._server_args(args, "")
+        last = self.run
+        if len(self.runs) > 1 and last.starts <= {"command"} and _only_args(last):
+            previous = self.runs[-2]
+            if not _only_args(previous):
+                for name in FIELDS_FROM_ARGS:
+                    if getattr(previous, name) is None:
+                        setattr(previous, name, getattr(last, name))
+                previous.server_args_from = previous.server_args_from or last.server_args_from
+                previous.notes.extend(last.notes)
+                previous.note(
+                    f"the {last.server_args_from} follows this run's log: read as its command"
+                )
+                self.runs.pop()
+                self.runs_total -= 1
 
     def result(self) -> dict[str, Any]:
         """The ``probe vllm-log --json`` object: the last run, and every run under ``runs``."""
@@ -491,13 +565,32 @@ class LogReader:
         last["runs_total"] = total
         last["runs_omitted"] = total - len(kept)
         last["lines"] = self.line_number
+        notes = list(runs[-1].notes)
+        if total > 1:
+            notes.insert(0, f"{total} runs in this input: the last (from line {runs[-1].started_at_line}) "
+                         "is reported, the first and the last are under 'runs'")  # fmt: skip
         if runs[-1].empty:
             last["note"] = "nothing in this input looks like a vLLM log line"
+            notes.append(last["note"])
+        last["notes"] = notes
         return last
 
 
+# What a pasted command can say (the Run field names vllm_args fills).
+FIELDS_FROM_ARGS = tuple(ARG_FIELDS)
+
+
+def _only_args(run: Run) -> bool:
+    """Whether all ``run`` holds is what a pasted command said (no line of a log)."""
+    return run == Run(started_at_line=run.started_at_line, server_args_from=run.server_args_from,
+                      **{name: getattr(run, name) for name in FIELDS_FROM_ARGS})  # fmt: skip
+
+
 def _as_dict(run: Run) -> dict[str, Any]:
-    return {**asdict(run), "startup_s": run.startup_s, "startup_from": run.startup_from,
+    data = asdict(run)
+    for internal in ("engine_strength", "starts"):
+        del data[internal]
+    return {**data, "startup_s": run.startup_s, "startup_from": run.startup_from,
             "startup_timings_s": run.startup_timings_s}  # fmt: skip
 
 
@@ -506,6 +599,7 @@ def read_lines(lines: Iterable[str]) -> dict[str, Any]:
     reader = LogReader()
     for line in lines:
         reader.feed(line)
+    reader.finish()
     return reader.result()
 
 

@@ -1,0 +1,92 @@
+"""vLLM's periodic stats line, in every era's wording.
+
+The line of current releases (``Engine 000: Avg prompt throughput: ..., Running: N reqs, Waiting: N
+reqs[, Preemptions: N], GPU KV cache usage: X%[, Prefix cache hit rate: Y%]``) and V0's (``Swapped``,
+``Pending`` instead of ``Waiting``, a ``CPU KV cache usage`` after the GPU's) are read by one
+pattern, the hot path of a long log. Anything else (segments in another order, early 2024's ``Max
+iteration time`` and ``Avg time/tok``, a device word other than GPU) is read segment by segment.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from wizard.numbers import parse_float, parse_int
+
+NEEDLE = "Avg prompt throughput: "
+FAST = re.compile(
+    r"Avg prompt throughput: (?P<prompt>[\d.]+) tokens/s, Avg generation throughput: (?P<gen>[\d.]+) tokens/s, "
+    r"Running: (?P<running>\d+) reqs,(?: Swapped: \d+ reqs,)? (?:Waiting|Pending): (?P<waiting>\d+) reqs"
+    # "GPU KV cache usage" (CPU, XPU, ... or no device word): the device is the last word of
+    # ``before``, read in Python (a regex group for it made the hot path slower).
+    r"(?:.*?Preemptions: (?P<preemptions>\d+))?(?P<before>.*?)KV cache usage: (?P<kv>[\d.]+)%"
+    r"(?:, Prefix cache hit rate: (?P<prefix>[\d.]+)%)?"
+)
+SEGMENT = re.compile(r"(?P<key>[A-Za-z][\w/ +.-]*?): (?P<number>[\d.]+) ?(?P<unit>[a-z/%]*)")
+TIME_UNITS_MS = {"ms": 1.0, "s": 1000.0, "us": 0.001}
+
+
+def read(line: str) -> tuple[dict[str, Any], str | None] | None:
+    """The stats sample of ``line`` and its KV device word (GPU, CPU, ...), or None."""
+    if (match := FAST.search(line)) is not None:
+        return _fast(match, line)
+    return _segments(line[line.find(NEEDLE) :]) if NEEDLE in line else None
+
+
+def _fast(match: re.Match[str], line: str) -> tuple[dict[str, Any], str | None] | None:
+    numbers = [
+        parse_int(match.group("running")), parse_int(match.group("waiting")),
+        parse_float(match.group("kv")), parse_float(match.group("prompt")),
+        parse_float(match.group("gen")), parse_int(match.group("preemptions") or "0"),
+    ]  # fmt: skip
+    if None in numbers:  # a number that does not parse: not one of vLLM's stats lines
+        return None
+    running, waiting, kv, prompt, gen, preemptions = numbers
+    # The key keeps its old name whatever the device (a contract other tools read).
+    stats = {
+        "running": running, "waiting": waiting, "gpu_kv_cache_usage_pct": kv,
+        "prompt_throughput": prompt, "generation_throughput": gen, "preemptions": preemptions,
+    }  # fmt: skip
+    if (prefix := match.group("prefix")) is not None:  # V1 only; absent from V0's lines
+        stats["prefix_cache_hit_rate_pct"] = parse_float(prefix)
+    if "Swapped: " in line:
+        _swapped(stats, line)
+    word = match.group("before").rstrip().rpartition(" ")[2]
+    return stats, word if word.isalnum() and word.isupper() else None
+
+
+def _swapped(stats: dict[str, Any], line: str) -> None:
+    if (found := re.search(r"Swapped: (\d+) reqs", line)) is not None:
+        stats["swapped"] = parse_int(found.group(1))
+
+
+def _segments(text: str) -> tuple[dict[str, Any], str | None] | None:
+    """Segment by segment: ``Key: number unit`` pieces, in any order, unknown ones skipped."""
+    stats: dict[str, Any] = {"preemptions": 0}
+    device = None
+    for found in SEGMENT.finditer(text):
+        key, unit = found.group("key").strip(), found.group("unit")
+        if (number := parse_float(found.group("number"))) is None:
+            return None
+        if key == "Avg prompt throughput":
+            stats["prompt_throughput"] = number
+        elif key == "Avg generation throughput":
+            stats["generation_throughput"] = number
+        elif key in ("Running", "Waiting", "Pending", "Swapped", "Preemptions"):
+            name = {"Pending": "waiting"}.get(key, key.lower())
+            stats[name] = int(number)
+        elif key.endswith("KV cache usage") and "gpu_kv_cache_usage_pct" not in stats:
+            stats["gpu_kv_cache_usage_pct"] = number  # the first device's (V0: the GPU's)
+            word = key.removesuffix("KV cache usage").strip().rpartition(" ")[2]
+            device = word if word.isalnum() and word.isupper() else None
+        elif key == "Prefix cache hit rate":
+            stats["prefix_cache_hit_rate_pct"] = number
+        elif key in ("Max iteration time", "Avg time/tok") and unit in TIME_UNITS_MS:
+            name = "max_iteration_time_ms" if key.startswith("Max") else "avg_time_per_token_ms"
+            stats[name] = round(number * TIME_UNITS_MS[unit], 3)
+    required = ("running", "waiting", "gpu_kv_cache_usage_pct", "prompt_throughput",
+                "generation_throughput")  # fmt: skip
+    if any(key not in stats for key in required):
+        return None
+    return stats, device
