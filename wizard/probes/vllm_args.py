@@ -41,6 +41,9 @@ MANIFEST_KEY = re.compile(r"^(?P<indent>\s*)(?:-\s+)?(?P<key>args|command):\s*(?
 LIST_ITEM = re.compile(r"^(?P<indent>\s*)-\s+(?P<item>.*)$")
 IMAGE = re.compile(r"^\s*(?:-\s+)?image:\s*(?P<image>\S+)")
 NAMESPACE_NEEDLE = "Namespace("
+# What may stand before a command on its line: a prompt, assignments, a wrapper, a python.
+WRAPPERS = frozenset({"exec", "nohup", "sudo", "time", "env", "command", "-", "&&", "||", ";", "|",
+                      "then", "do", "sh", "bash", "-c", "uv", "run", "poetry", "conda"})  # fmt: skip
 # A benchmark client's Namespace has these; the server's never does.
 CLIENT_KEYS = re.compile(r"\b(?:num_prompts|request_rate|dataset_name|dataset_path|backend)=")
 # field name on the reader's Run -> kind of value
@@ -163,7 +166,7 @@ def parse_tokens(tokens: list[str], args: ServerArgs, positional_model: bool) ->
 
 def split_shell(text: str) -> tuple[list[str], str | None]:
     """Shell words up to the first operator (``|``, ``&&``, ``;``, ``>``); a note if unbalanced."""
-    text = text.replace("\\\r\n", " ").replace("\\\n", " ")
+    text = text.replace("\\\r\n", " ").replace("\\\n", " ").replace("`", " ")
     lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = "#"
@@ -278,7 +281,7 @@ class ArgsCollector:
             done.extend(self._manifest_key(key, number))
             return done
         start = COMMAND_START.search(line)
-        if start is not None and LOG_PREFIX.search(line, 0, start.start()) is None:
+        if start is not None and _starts_a_command(line, start):
             self._shell, self._shell_line, self._chars = [line[start.start() :]], number, len(line)
             if not line.rstrip().endswith("\\"):
                 done.extend(self._end_shell())
@@ -408,6 +411,20 @@ class ArgsCollector:
         if _after_start(words) is None and not self._vllm_container:
             return []
         return self._from_words("", line, "manifest", container=True, words=words)
+
+
+def _starts_a_command(line: str, start: re.Match[str]) -> bool:
+    """Whether the command ``start`` found in ``line`` is one, not prose about one."""
+    if LOG_PREFIX.search(line, 0, start.start()) is not None:
+        return False
+    if start.group().startswith("vllm/"):  # an image name after docker's own flags
+        return True
+    for word in line[: start.start()].split():
+        word = word.strip("`'\"")
+        if not (not word or word.endswith(("$", "#", ">", "%")) or "=" in word or word in WRAPPERS
+                or "python" in word or (word.startswith("(") and word.endswith(")"))):  # fmt: skip
+            return False
+    return True
 
 
 def _unquote(text: str) -> str:

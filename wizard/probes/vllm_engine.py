@@ -17,6 +17,7 @@ VERSION_TEXT = re.compile(
     r"(?:server version|█\s+version|LLM engine \(v)\s*v?(?P<major>\d+)\.(?P<minor>\d+)"
 )
 # (substring, generation, what it is). Checked only until a run's generation is known.
+# A file name counts in a log line's form ("name.py:NNN]"), never a traceback's ("name.py", line N).
 MARKS = (
     ("(EngineCore", "v1", "the EngineCore process prefix"),
     ("EngineCore_", "v1", "the EngineCore process name"),
@@ -24,18 +25,16 @@ MARKS = (
     ("(Worker_TP", "v1", "the V1 worker prefix"),
     ("(Worker pid=", "v1", "the V1 worker prefix"),
     ("(VllmWorker rank=", "v1", "the V1 multiprocess worker prefix"),
-    ("kv_cache_utils.py", "v1", "V1's kv_cache_utils.py"),
-    ("gpu_model_runner.py", "v1", "V1's gpu_model_runner.py"),
-    ("async_llm.py", "v1", "V1's async_llm.py"),
-    ("core_client.py", "v1", "V1's core_client.py"),
+    ("kv_cache_utils.py:", "v1", "V1's kv_cache_utils.py"),
+    ("gpu_model_runner.py:", "v1", "V1's gpu_model_runner.py"),
+    ("async_llm.py:", "v1", "V1's async_llm.py"),
+    ("core_client.py:", "v1", "V1's core_client.py"),
     ("VLLM_USE_V1=1", "v1", "VLLM_USE_V1=1"),
     ("(VllmWorkerProcess pid=", "v0", "the V0 worker process prefix"),
-    ("async_llm_engine.py", "v0", "V0's async_llm_engine.py"),
-    ("llm_engine.py", "v0", "V0's llm_engine.py"),
-    ("gpu_executor.py", "v0", "a V0 executor (gpu_executor.py)"),
-    ("block_manager", "v0", "V0's block manager"),
-    (" model_runner.py", "v0", "V0's model_runner.py"),
-    ("[model_runner.py", "v0", "V0's model_runner.py"),
+    ("llm_engine.py:", "v0", "V0's llm_engine.py"),
+    ("gpu_executor.py:", "v0", "a V0 executor (gpu_executor.py)"),
+    (" model_runner.py:", "v0", "V0's model_runner.py"),
+    ("[model_runner.py:", "v0", "V0's model_runner.py"),
     ("# GPU blocks:", "v0", "V0's '# GPU blocks:' line"),
     ("PreemptionMode.", "v0", "V0's preemption warning"),
     ("VLLM_USE_V1=0", "v0", "VLLM_USE_V1=0"),

@@ -29,9 +29,12 @@ TIME_UNITS_MS = {"ms": 1.0, "s": 1000.0, "us": 0.001}
 
 def read(line: str) -> tuple[dict[str, Any], str | None] | None:
     """The stats sample of ``line`` and its KV device word (GPU, CPU, ...), or None."""
-    if (match := FAST.search(line)) is not None:
+    if EXTRAS_HINT not in line and (match := FAST.search(line)) is not None:
         return _fast(match, line)
     return _segments(line[line.find(NEEDLE) :]) if NEEDLE in line else None
+
+
+EXTRAS_HINT = "time/tok"  # early 2024's lines carry it (with Max iteration time): read by segments
 
 
 def _fast(match: re.Match[str], line: str) -> tuple[dict[str, Any], str | None] | None:
