@@ -58,6 +58,9 @@ def coerce(question: Question, value: Any) -> Any:
         number = _number(value)
         if number is None:
             raise UsageError(f"answer to '{question.id}' must be a number, got {_kind(value)}")
+        # Every number the playbook asks is a count (GPUs, cores, nodes) or a timeout.
+        if number < 0:
+            raise UsageError(f"answer to '{question.id}' must be 0 or more, got a negative number")
         return int(number) if number.is_integer() else number
     if question.type == "confirm":
         if isinstance(value, bool):

@@ -4,22 +4,42 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.live import Live
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
 from wizard.measure import percentile
+from wizard.terminal import printable
 
 PLAIN_PROGRESS_INTERVAL_S = 2.0
 
 
+class SafeConsole(Console):
+    """A console that never passes a control sequence from the text it prints to the terminal.
+
+    Every renderable ends as segments here, whatever built it, so outside text is made inert
+    in one place; the console's own styling and cursor control are separate control segments.
+    """
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control is None and (text := printable(segment.text)) != segment.text:
+                yield Segment(text, segment.style)
+            else:
+                yield segment
+
+
 def console(stderr: bool = False) -> Console:
     """The console every command prints to."""
-    return Console(highlight=False, stderr=stderr)
+    return SafeConsole(highlight=False, stderr=stderr)
 
 
 def _ms(value: float | None) -> str:
@@ -57,10 +77,28 @@ def _succeeded(summary: dict[str, Any]) -> str:
     return f"{summary['succeeded']}/{summary['requests']} requests succeeded"
 
 
+def failures(stream: dict[str, Any], served_models: list[str] | None = None) -> list[Text]:
+    """The first message of each kind of failure in a stream report, as the server put it; and,
+    when the model was not found, the models the server serves."""
+    first: dict[str, str] = {}
+    for sample in stream["samples"]:
+        if sample["error_kind"] and sample["error_kind"] not in first:
+            first[sample["error_kind"]] = sample["error"]
+    lines = [Text(f"{kind}: {message}", style="red") for kind, message in first.items()]
+    if served_models is not None:
+        served = ", ".join(served_models) or "none listed"
+        lines.append(Text(f"models this server serves: {served} (pass one with --model)"))
+    return lines
+
+
 def stream_table(report: dict[str, Any]) -> Group:
-    """A stream-probe report: heading and the percentile table."""
+    """A stream-probe report: heading, the percentile table and what failed."""
     summary = report["summary"]
-    return Group(Text(f"{report.get('target', '')}: {_succeeded(summary)}"), summary_table(summary))
+    return Group(
+        Text(f"{report.get('target', '')}: {_succeeded(summary)}"),
+        summary_table(summary),
+        *failures(report, report.get("served_models")),
+    )
 
 
 def load_view(report: dict[str, Any]) -> Group:
@@ -72,6 +110,7 @@ def load_view(report: dict[str, Any]) -> Group:
             f"{report['output_tokens_per_s'] or 0:.0f} output tokens/s"
         ),
         summary_table(steady, title="steady state"),
+        *failures(report["steady"], report.get("served_models")),
     ]
     if report.get("cold"):
         parts.append(summary_table(report["cold"]["summary"], title="cold (warm-up, kept apart)"))

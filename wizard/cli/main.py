@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from wizard import __version__
 from wizard.cli import demo, playbook_cmd, probe, replay, run, sim
 from wizard.errors import WizardError
+from wizard.terminal import printable
 
 SUBCOMMANDS = (demo, run, replay, playbook_cmd, probe, sim)
 
@@ -45,7 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except WizardError as exc:
-        print(f"latency-wizard {args.command}: error: {exc}", file=sys.stderr)
+        # A message may quote a server or a file: one line, nothing a terminal would obey.
+        message = " ".join(printable(str(exc)).split())
+        print(f"latency-wizard {args.command}: error: {message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"latency-wizard {args.command}: interrupted", file=sys.stderr)

@@ -275,6 +275,7 @@ def run_stream(args: argparse.Namespace) -> int:
 
     spec, samples = aio.run(_with_client(args, headers, measure))
     report = {"target": args.target, "spec": dataclasses.asdict(spec), **stream_report(samples)}
+    _add_served_models(report, report["summary"], args, headers)
     _print(report, args, api_key, stream_table(report) if not args.json else None)
     return 0 if report["summary"]["succeeded"] else 1
 
@@ -315,8 +316,37 @@ def run_load_command(args: argparse.Namespace) -> int:
     with view:
         spec, result = aio.run(_with_client(args, headers, measure))
     report = {"target": args.target, "spec": dataclasses.asdict(spec), **result.to_dict()}
+    _add_served_models(report, report["steady"]["summary"], args, headers)
     _print(report, args, api_key, load_view(report) if not args.json else None)
     return 0 if report["steady"]["summary"]["succeeded"] else 1
+
+
+def _add_served_models(
+    report: dict[str, Any],
+    summary: dict[str, Any],
+    args: argparse.Namespace,
+    headers: dict[str, str],
+) -> None:
+    """When every request of a --model run was refused with 404, the models the server does serve
+    (``served_models``): vLLM's message names them only in some releases."""
+    import contextlib
+
+    import httpx
+
+    from wizard import aio
+    from wizard.errors import WizardError
+    from wizard.probes.endpoints import served_models
+
+    if not args.model or summary["succeeded"] or "http_404" not in summary["errors"]:
+        return
+
+    async def listed() -> list[str]:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(args.timeout, connect=10.0)) as client:
+            return await served_models(client, args.target, headers)
+
+    # When the list cannot be read either, the server's own message is all there is.
+    with contextlib.suppress(WizardError):
+        report["served_models"] = aio.run(listed())
 
 
 async def _with_client(
@@ -345,6 +375,7 @@ async def _metrics_text(url: str, timeout_s: float) -> str:
 
     from wizard.errors import WizardError
     from wizard.probes.bounded import BoundedRequestError, fetch
+    from wizard.probes.reach import explain
 
     async with httpx.AsyncClient(timeout=timeout_s) as client:
         try:
@@ -352,7 +383,7 @@ async def _metrics_text(url: str, timeout_s: float) -> str:
         except httpx.TimeoutException:
             raise WizardError(f"{url} did not answer within {timeout_s:g} s") from None
         except httpx.HTTPError as exc:
-            raise WizardError(f"cannot read {url}: {type(exc).__name__}: {exc}") from None
+            raise WizardError(f"cannot read {url}: {explain(exc, url)}") from None
         except BoundedRequestError as exc:
             raise WizardError(str(exc)) from None
     if status != 200:
@@ -545,20 +576,32 @@ def run_endpoints(args: argparse.Namespace) -> int:
 def run_vllm_log(args: argparse.Namespace) -> int:
     """Parse the log and print the contract keys."""
     import json
+    import sys
 
     from wizard.cli.inputs import text_input
     from wizard.probes.vllm_log import read_lines
+    from wizard.terminal import printable
 
     with text_input(args.file) as handle:
         report = read_lines(handle)
+    # The reader notes when no line of the input looked like vLLM's (a wrong file, an empty paste).
+    recognised = "note" not in report
     if args.json:
         print(json.dumps(report, indent=2))
-    else:
+    elif recognised:
         for key, value in report.items():
             if key not in ("runs", "stats"):
-                print(f"{key}: {value}")
-        print(_vllm_log_summary(report))
-    return 0
+                print(printable(f"{key}: {value}"))
+        print(printable(_vllm_log_summary(report)))
+    if recognised:
+        return 0
+    name = "standard input" if args.file == "-" else args.file
+    print(
+        f"latency-wizard probe vllm-log: {name}: no vLLM log line in its {report['lines']} lines "
+        "(is this the server's log? vLLM writes it to standard error)",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def _vllm_log_summary(report: dict[str, Any]) -> str:

@@ -134,9 +134,7 @@ def run_command(args: argparse.Namespace) -> int:
     for url in filter(None, (args.target, args.proxy)):
         if not url.startswith(("http://", "https://")):
             raise UsageError(f"{url!r} is not an http(s) URL")
-    for given, kind in ((args.vllm_log, "file"), (args.host_evidence, "folder")):
-        if given and not (Path(given).is_file() if kind == "file" else Path(given).is_dir()):
-            raise UsageError(f"{given}: no such {kind}")
+    check_evidence_paths(args)
     book = playbook_module.load(args.playbook or playbook_module.DEFAULT_PLAYBOOK)
     operator = choose_operator(args, book)
     for url in filter(None, (args.target, args.proxy)):
@@ -144,11 +142,33 @@ def run_command(args: argparse.Namespace) -> int:
     api_key = api_key_from_env(args.api_key_env)
     path = Path(args.transcript) if args.transcript else default_transcript_path(args.target)
     header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
-              "target": args.target, "proxy": args.proxy, "nginx_conf": args.nginx_conf,
+              "target": args.target, "proxy": args.proxy, "nginx_conf": _absolute(args.nginx_conf),
               "vllm_log": _absolute(args.vllm_log), "host_evidence": _absolute(args.host_evidence),
               "lang": args.lang or default_language()}  # fmt: skip
     writer = _create(path, header, Redactor([api_key]))
     return execute(book, writer, operator, args, api_key, header, events=[])
+
+
+def check_evidence_paths(args: argparse.Namespace) -> None:
+    """Refuse, before anything runs, an evidence path that is missing or of the wrong kind."""
+    from wizard.errors import UsageError
+
+    log, host, conf = args.vllm_log, args.host_evidence, args.nginx_conf
+    if log and Path(log).is_dir():
+        raise UsageError(
+            f"--vllm-log {log} is a folder: give the server's log file (a folder of files "
+            "collected on the GPU host goes to --host-evidence)"
+        )
+    if host and Path(host).exists() and not Path(host).is_dir():
+        raise UsageError(
+            f"--host-evidence {host} is a file: give the folder it is in, or a folder of files "
+            "collected on the GPU host (see 'latency-wizard probe host --help')"
+        )
+    for flag, given in (("--vllm-log", log), ("--host-evidence", host), ("--nginx-conf", conf)):
+        if given and not Path(given).exists():
+            raise UsageError(f"{flag} {given}: no such file or folder")
+        if given and not os.access(given, os.R_OK):
+            raise UsageError(f"{flag} {given}: permission denied (it cannot be read)")
 
 
 def _absolute(path: str | None) -> str | None:
@@ -167,14 +187,19 @@ def preflight(url: str, log_given: bool = False) -> None:
     from wizard import aio
     from wizard.errors import WizardError
     from wizard.probes.bounded import BoundedRequestError, headers_within_deadline
+    from wizard.probes.reach import explain
 
     try:
         aio.run(headers_within_deadline(url.rstrip("/") + "/health", timeout_s=10))
-    except (httpx.HTTPError, BoundedRequestError) as exc:
-        message = f"cannot reach {url}: {type(exc).__name__}: {exc}"
-        if not log_given:
-            raise WizardError(message + " (with --vllm-log FILE the wizard reads why)") from None
-        print(f"{message}; reading the server's log instead", file=sys.stderr)
+    except httpx.HTTPError as exc:
+        message = f"cannot reach {url}: {explain(exc, url)}"
+    except BoundedRequestError as exc:
+        message = f"cannot reach {url}: {exc}"
+    else:
+        return
+    if not log_given:
+        raise WizardError(f"{message} (if the server failed to start, --vllm-log FILE tells why)")
+    print(f"{message}; reading the server's log instead", file=sys.stderr)
 
 
 def _create(path: Path, header: dict[str, Any], redactor: Any) -> Any:

@@ -10,15 +10,23 @@ from wizard import safejson
 from wizard.errors import WizardError
 from wizard.numbers import parse_int
 from wizard.probes.bounded import BoundedRequestError, fetch
+from wizard.probes.reach import explain
 
 
 async def served_model(client: httpx.AsyncClient, base_url: str, headers: dict[str, str]) -> str:
     """The first model id from ``/v1/models``; a one-line error when it cannot be listed."""
+    return (await served_models(client, base_url, headers))[0]
+
+
+async def served_models(
+    client: httpx.AsyncClient, base_url: str, headers: dict[str, str]
+) -> list[str]:
+    """Every model id ``/v1/models`` lists (at least one); a one-line error when it cannot."""
     url = base_url.rstrip("/") + "/v1/models"
     try:
         status, body = await fetch(client, "GET", url, headers=headers)
     except httpx.HTTPError as exc:
-        raise WizardError(f"cannot list models at {url}: {type(exc).__name__}: {exc}") from None
+        raise WizardError(f"cannot list models at {url}: {explain(exc, base_url)}") from None
     except BoundedRequestError as exc:
         raise WizardError(f"cannot list models: {exc}") from None
     if status == 401:
@@ -29,10 +37,10 @@ async def served_model(client: httpx.AsyncClient, base_url: str, headers: dict[s
     if status != 200:
         raise WizardError(f"{url} answered HTTP {status}; is --target the server's base URL?")
     try:
-        model = safejson.loads(body)["data"][0]["id"]
-        if not isinstance(model, str):
-            raise TypeError(model)
-        return model
+        models = [entry["id"] for entry in safejson.loads(body)["data"]]
+        if not models or not all(isinstance(model, str) for model in models):
+            raise TypeError(models)
+        return models
     except (ValueError, KeyError, IndexError, TypeError):
         raise WizardError(f"{url} did not return an OpenAI model list") from None
 
@@ -43,7 +51,7 @@ async def _status(
     try:
         status, body = await fetch(client, method, url, **kwargs)
     except httpx.HTTPError as exc:
-        return None, f"{type(exc).__name__}: {exc}"
+        return None, f"{url}: {explain(exc, url)}"
     except BoundedRequestError as exc:
         return None, str(exc)
     return status, body[:2000]

@@ -38,6 +38,7 @@ import httpx
 
 from wizard import safejson
 from wizard.probes.bounded import request_deadline_s
+from wizard.probes.reach import explain
 from wizard.probes.sse import OversizedEventError, SseParser
 
 Endpoint = Literal["chat", "completions"]
@@ -319,7 +320,8 @@ async def measure_stream(
     except OversizedEventError as exc:
         sample.error_kind, sample.error = "oversized_event", f"{url} sent {exc}"
     except httpx.ConnectError as exc:
-        sample.error_kind, sample.error = "connection_refused", f"cannot connect to {url}: {exc}"
+        sample.error_kind = "connection_refused"
+        sample.error = f"cannot connect to {url}: {explain(exc, url)}"
     except httpx.ReadTimeout:
         sample.error_kind, sample.error = (
             "read_timeout",
@@ -332,12 +334,16 @@ async def measure_stream(
             sample.error_kind = "truncated"
             sample.error = f"body cut short after status {sample.status}: {exc}"
         else:
-            sample.error_kind, sample.error = "connection_reset", f"connection broke: {exc}"
+            sample.error_kind, sample.error = "connection_reset", f"{url}: {explain(exc, url)}"
     except httpx.ReadError as exc:
         sample.error_kind = "connection_reset"
-        sample.error = f"connection broke mid-response: {exc}"
+        sample.error = (
+            f"connection broke mid-response: {exc}"
+            if sample.status
+            else f"{url}: {explain(exc, url)}"
+        )
     except httpx.HTTPError as exc:
-        sample.error_kind, sample.error = "http_error", f"{type(exc).__name__}: {exc}"
+        sample.error_kind, sample.error = "http_error", f"{url}: {explain(exc, url)}"
     sample.done_ns = time.monotonic_ns()
     if sample.error_kind is None and not sample.saw_done:
         sample.error_kind = "truncated"

@@ -1,0 +1,150 @@
+"""Bad input on the command line (issue #13): one line that says what was wrong and what to do,
+the documented exit code, and nothing written. Every case runs the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SimProcess, wizard_command
+from wizard.nginx_runner import free_port
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        wizard_command(*args), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
+
+
+def one_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The single stderr line of a failed command (and no traceback)."""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def run_nowhere(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``run`` against a port where nothing listens: these inputs are refused before any contact."""
+    path = tmp_path / "walk.ndjson"
+    target = f"http://127.0.0.1:{free_port()}"
+    return cli("run", "--target", target, *args, "--transcript", str(path)), path
+
+
+def test_an_answers_file_that_is_not_utf8(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.yaml"
+    answers.write_bytes(b"gpus: \xff\xfe\n")
+    result, path = run_nowhere(tmp_path, "--answers", str(answers))
+    assert result.returncode == 2
+    assert one_line(result).endswith(f"{answers}: not UTF-8 text (byte 6)")
+    assert not path.exists()
+
+
+def test_a_negative_gpu_count_is_refused(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("gpus: -3\n")
+    result, path = run_nowhere(tmp_path, "--answers", str(answers))
+    assert result.returncode == 2
+    assert "answer to 'gpus' must be 0 or more, got a negative number" in one_line(result)
+    assert "-3" not in result.stderr  # an answer is never echoed (it may be a pasted key)
+    assert not path.exists()
+
+
+def test_a_folder_as_the_log_and_a_file_as_host_evidence(tmp_path: Path) -> None:
+    result, path = run_nowhere(tmp_path, "--vllm-log", str(tmp_path))
+    assert result.returncode == 2
+    assert f"--vllm-log {tmp_path} is a folder: give the server's log file" in one_line(result)
+    log = tmp_path / "vllm.log"
+    log.write_text("INFO 12-02 10:15:00 api_server.py:1 vLLM API server version 0.6.3\n")
+    result, path = run_nowhere(tmp_path, "--host-evidence", str(log))
+    assert result.returncode == 2
+    assert f"--host-evidence {log} is a file: give the folder it is in" in one_line(result)
+    assert not path.exists()
+
+
+def test_a_missing_nginx_config_is_refused_before_the_walk(tmp_path: Path) -> None:
+    missing = tmp_path / "nginx.conf"
+    result, path = run_nowhere(tmp_path, "--nginx-conf", str(missing))
+    assert result.returncode == 2
+    assert f"--nginx-conf {missing}: no such file or folder" in one_line(result)
+    assert not path.exists()
+
+
+def test_https_against_a_plain_http_server(healthy_sim: SimProcess, tmp_path: Path) -> None:
+    https = healthy_sim.url.replace("http://", "https://")
+    path = tmp_path / "walk.ndjson"
+    result = cli("run", "--target", https, "--auto", "--transcript", str(path))
+    assert result.returncode == 1
+    line = one_line(result)
+    assert f"does not speak TLS (https); if it serves plain HTTP, use {healthy_sim.url}" in line
+    assert "WRONG_VERSION_NUMBER" not in line
+    assert not path.exists()
+
+
+@pytest.fixture
+def ssh_like_port() -> Iterator[int]:
+    """A loopback port that speaks something else than HTTP: an SSH banner, then it hangs up."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n")
+                conn.recv(65536)
+                conn.sendall(b"Invalid SSH identification string.\r\n\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    server.close()
+    thread.join(timeout=10)
+
+
+def test_a_port_that_is_not_http(ssh_like_port: int, tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{ssh_like_port}"
+    result = cli("run", "--target", url, "--auto", "--transcript", str(tmp_path / "walk.ndjson"))
+    assert result.returncode == 1
+    line = one_line(result)
+    assert f"cannot reach {url}: it answered, but not in HTTP (it sent 'SSH-2.0-OpenSSH" in line
+    assert "is this the server's port?" in line
+    stream = cli("probe", "stream", "--target", url, "--model", "m", "--repeat", "1", "--json")
+    assert stream.returncode == 1
+    error = json.loads(stream.stdout)["samples"][0]["error"]
+    assert "it answered, but not in HTTP" in error
+
+
+def test_a_model_the_server_does_not_serve(healthy_sim: SimProcess) -> None:
+    args = ("probe", "stream", "--target", healthy_sim.url, "--model", "wrong", "--repeat", "2")
+    human = cli(*args)
+    assert human.returncode == 1
+    out = " ".join(human.stdout.split())  # rich wraps long lines
+    assert "http_404: HTTP 404: The model `wrong` does not exist." in out
+    assert (
+        "models this server serves: meta-llama/Llama-3.1-8B-Instruct (pass one with --model)" in out
+    )
+    report = json.loads(cli(*args, "--json").stdout)
+    assert report["served_models"] == ["meta-llama/Llama-3.1-8B-Instruct"]
+
+
+def test_a_file_that_is_no_vllm_log(tmp_path: Path) -> None:
+    passwd = tmp_path / "passwd"
+    passwd.write_text("root:x:0:0:root:/root:/bin/bash\n" * 30)
+    human = cli("probe", "vllm-log", str(passwd))
+    assert human.returncode == 1
+    assert human.stdout == ""
+    assert one_line(human) == (
+        f"latency-wizard probe vllm-log: {passwd}: no vLLM log line in its 30 lines "
+        "(is this the server's log? vLLM writes it to standard error)"
+    )
+    scripted = cli("probe", "vllm-log", str(passwd), "--json")
+    assert scripted.returncode == 1
+    assert json.loads(scripted.stdout)["engine"] is None  # the contract's object, all unknown
