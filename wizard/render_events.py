@@ -134,8 +134,8 @@ def _probe(data: dict[str, Any]) -> RenderableType:
     return Text(f"  {name} ({label}): " + ", ".join(f"{k}={v}" for k, v in shown.items()))
 
 
-def _loadgen_line(facts: dict[str, Any]) -> Text:
-    """The LoadGen verdict: VALID with its counts, else INVALID/ERROR with the reasons."""
+def loadgen_outcome(facts: dict[str, Any]) -> dict[str, Any]:
+    """A LoadGen run's verdict (VALID, else INVALID/ERROR with the reasons) and its counts."""
     client = facts.get("client") or {}
     result = facts.get("result")
     queries = facts.get("queries", client.get("requests"))
@@ -151,13 +151,22 @@ def _loadgen_line(facts: dict[str, Any]) -> Text:
         reasons.insert(0, f"{queries - succeeded} of {queries} queries failed "
                           f"(recorded as LoadGen's {result})")  # fmt: skip
         result = "ERROR" if succeeded == 0 else "INVALID"
+    return {"scenario": facts.get("scenario"), "result": result, "queries": queries,
+            "succeeded": succeeded, "reasons": reasons,
+            "early_stopping_p90_ms": (facts.get("loadgen") or {}).get("early_stopping_p90_ms")}  # fmt: skip
+
+
+def _loadgen_line(facts: dict[str, Any]) -> Text:
+    """The LoadGen verdict: VALID with its counts, else INVALID/ERROR with the reasons."""
+    run = loadgen_outcome(facts)
+    result = run["result"]
     if result == "VALID":
-        detail = f"{succeeded} of {queries} queries succeeded"
-        p90 = (facts.get("loadgen") or {}).get("early_stopping_p90_ms")
+        detail = f"{run['succeeded']} of {run['queries']} queries succeeded"
+        p90 = run["early_stopping_p90_ms"]
         if p90 is not None and facts.get("scenario") != "Offline":
             detail += f", early-stopping p90 {p90:.1f} ms"
     else:
-        detail = "; ".join(reasons) or "no reason recorded"
+        detail = "; ".join(run["reasons"]) or "no reason recorded"
     if facts.get("scenario") == "Offline":
         detail += "; throughput only, not latency evidence"
     return Text(f"  LoadGen {facts.get('scenario')}: {result} ({detail})",

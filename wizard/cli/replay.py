@@ -14,6 +14,14 @@ show every step with the same renderers as the live walk. Nothing touches the ne
 how each segment moved since."""
 
 
+EXPORT_DESCRIPTION = """\
+Write the incident summary, the answer first: the root cause (finding id and title), the symptom
+in numbers, the one change and its effect as the walk measured it; then the incident's first
+rounds beside the final ones, every round (failed ones too), findings, evidence and the audit.
+md pastes into a ticket, html is one self-contained page with charts, json is the model for
+scripts, text is at most 15 plain lines for an incident channel."""
+
+
 def register(subparsers: Any) -> None:
     """Add ``replay`` and ``export``."""
     replay = subparsers.add_parser(
@@ -29,9 +37,12 @@ def register(subparsers: Any) -> None:
         "--api-key-env", help="environment variable holding the API key (for --rerun)"
     )
     replay.set_defaults(handler=replay_command)
-    export = subparsers.add_parser("export", help="write the incident summary (md, html, json)")
+    export = subparsers.add_parser(
+        "export", help="write the incident summary (md, html, json, text)",
+        description=EXPORT_DESCRIPTION,
+    )  # fmt: skip
     export.add_argument("transcript")
-    export.add_argument("--format", choices=["md", "html", "json"], default="md")
+    export.add_argument("--format", choices=["md", "html", "json", "text"], default="md")
     export.add_argument("-o", "--output", help="file to write (default: standard output)")
     export.add_argument("--lang", choices=["en", "zh"], help="language (default: the session's)")
     export.set_defaults(handler=export_command)
@@ -103,9 +114,17 @@ def export_command(args: argparse.Namespace) -> int:
     if args.format == "json":
         text = json.dumps(model, indent=2, ensure_ascii=False) + "\n"
     elif args.format == "html":
-        text = report.html_page(model)
+        from wizard.report_html import html_page
+
+        text = html_page(model)
+    elif args.format == "text":
+        from wizard.report_text import text as plain_text
+
+        text = plain_text(model)
     else:
-        text = report.markdown(model)
+        from wizard.report_md import markdown
+
+        text = markdown(model)
     if not args.output:
         sys.stdout.write(text)
         return 0

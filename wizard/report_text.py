@@ -1,0 +1,56 @@
+"""The incident summary as plain text for an incident channel: the answer in at most 15 lines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wizard.words import ms, say
+
+MAX_LINES = 15
+
+
+def text(report: dict[str, Any]) -> str:
+    """Plain lines, the answer first; `code` stays in backticks, which chat tools show as code."""
+    lang = report["lang"]
+    session = report["session"]
+    head = say(
+        "title", lang, model=session["model"] or say("unknown", lang), target=session["target"]
+    )
+    if session["proxy"]:
+        head += say("via_proxy", lang, proxy=session["proxy"])
+    lines = [head + ("" if session["complete"] else say("session_incomplete", lang))]
+    lines += [f"{line['label']}: {line['text']}" for line in report["answer"]["lines"]]
+    lines += _baseline_lines(report, lang)
+    rounds = report["rounds"]
+    if rounds:
+        failed = sum(1 for r in rounds if r["status"] != "ok")
+        lines.append(
+            f"{say('rounds_label', lang)}: {say('rounds_count', lang, total=len(rounds), failed=failed)}"
+        )
+    flags = report["audit_flags"]
+    audit = flags[0] if flags else say("nothing_to_flag", lang)
+    if len(flags) > 1:
+        audit += " " + say("more_flags", lang, n=len(flags) - 1)
+    lines.append(f"{say('audit', lang)}: {audit}")
+    lines.append(f"{say('replay', lang)}: {report['replay']}")
+    if len(lines) > MAX_LINES:  # the answer and the replay command are kept; the middle gives way
+        lines = lines[: MAX_LINES - 1] + lines[-1:]
+    return "\n".join(lines) + "\n"
+
+
+def _baseline_lines(report: dict[str, Any], lang: str) -> list[str]:
+    """Per baseline path: the incident's TTFT/TPOT p50 -> the final state's."""
+    out = []
+    for label, first in report["first"].items():
+        final = report["final"].get(label)
+        before = first.get("steady") or {}
+        after = (final or {}).get("steady") or {}
+        parts = [
+            f"{name} {ms(before.get(key))}" + (f" -> {ms(after.get(key))}" if after else "") + " ms"
+            for name, key in (("TTFT", "ttft_p50"), ("TPOT", "tpot_p50"))
+        ]
+        when = (
+            f"{say('incident', lang)} -> {say('final', lang)}" if after else say("incident", lang)
+        )
+        out.append(f"{label} p50 ({when}): " + ", ".join(parts))
+    return out
