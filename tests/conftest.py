@@ -62,6 +62,13 @@ class SimProcess:
             self.process.stdout.close()
 
 
+def assert_export_contract(data: dict[str, Any]) -> None:
+    """`export --format json` keeps the keys design §5 lists (other tools read them)."""
+    assert {"schema_version", "session", "baseline", "steps", "changes", "findings", "audit"} <= set(data)
+    for finding in data["findings"]:
+        assert {"code", "cause", "severity", "title", "evidence", "advice", "change"} <= set(finding)
+
+
 def wizard_command(*args: str) -> list[str]:
     """The command line for running latency-wizard from this checkout's interpreter."""
     return [sys.executable, "-m", "wizard", *args]

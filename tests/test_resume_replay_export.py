@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SimProcess, assert_walk_exit, wizard_command
+from tests.conftest import SimProcess, assert_export_contract, assert_walk_exit, wizard_command
 from wizard import transcript
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,19 +109,7 @@ def test_examples_replay_and_export(example: Path, tmp_path: Path) -> None:
     )  # self-contained: nothing to fetch
     data = json.loads(subprocess.run(wizard_command("export", str(example), "--format", "json"),
                                      capture_output=True, text=True, timeout=60).stdout)  # fmt: skip
-    assert {
-        "schema_version",
-        "session",
-        "baseline",
-        "steps",
-        "changes",
-        "findings",
-        "audit",
-    } <= set(data)
-    for finding in data["findings"]:
-        assert {"code", "cause", "severity", "title", "evidence", "advice", "change"} <= set(
-            finding
-        )
+    assert_export_contract(data)
 
 
 def test_tampered_copy_fails_replay_with_its_line(tmp_path: Path) -> None:
@@ -203,7 +191,7 @@ def test_the_summary_carries_the_log_and_host_evidence() -> None:
     assert "batched_tokens_below_max_model_len" in log["error_kinds"]
     md = subprocess.run(wizard_command("export", str(example), "--format", "md"),
                         capture_output=True, text=True, timeout=60).stdout  # fmt: skip
-    assert "- vLLM log: file " in md and "max_num_batched_tokens 2048" in md
+    assert "- **vLLM log (" in md and "max_num_batched_tokens 2,048 tokens" in md
 
 
 def _killed_after_baseline(url: str, tmp_path: Path) -> Path:

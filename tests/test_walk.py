@@ -153,7 +153,7 @@ def test_auth_failure_is_diagnosed_and_the_key_never_leaks(
     result, path = walk(tmp_path, "--target", sim.url, answers=QUICK, env={"VLLM_API_KEY": canary})
     assert assert_walk_exit(result, path)["outcome"] == "no_cause" and causes(path) == set()
     outputs = [result.stdout, result.stderr, path.read_text()]
-    for fmt in ("md", "html", "json"):
+    for fmt in ("md", "html", "json", "text"):
         exported = subprocess.run(wizard_command("export", str(path), "--format", fmt),
                                   capture_output=True, text=True, timeout=60)  # fmt: skip
         outputs += [exported.stdout, exported.stderr]

@@ -106,7 +106,7 @@ WORDS: dict[str, dict[str, str]] = {
     "no_rounds": {"en": "Nothing was measured (see the findings: the server may not have been running).",
                   "zh": "没有完成任何测量（见发现：服务可能没有运行）。"},
     "not_measured_again": {"en": "not measured again", "zh": "未再测量"},
-    "none": {"en": "None.", "zh": "无。"},
+    "none": {"en": "Nothing.", "zh": "无。"},
     "unknown": {"en": "unknown", "zh": "未知"},
     "yes": {"en": "yes", "zh": "是"},
     "no": {"en": "no", "zh": "否"},
@@ -140,8 +140,7 @@ WORDS: dict[str, dict[str, str]] = {
     "more_flags": {"en": "(+{n} more)", "zh": "（另有 {n} 条）"},
     "rounds_count": {"en": "{total} rounds ({failed} failed)", "zh": "共 {total} 轮（{failed} 轮失败）"},
     "chart.baseline": {"en": "{segment} p50 (ms): incident and final", "zh": "{segment} p50（ms）：事件与最终"},
-    "chart.change": {"en": "{segment} p50 (ms): before and after {parameter}",
-                     "zh": "{segment} p50（ms）：{parameter} 变更前后"},
+    "chart.change": {"en": "{segment} p50 (ms), {parameter}", "zh": "{segment} p50（ms），{parameter}"},
 }  # fmt: skip
 
 # The evidence's keys, written out; the unit follows the value.

@@ -1,0 +1,239 @@
+"""The incident summary leads with the answer, in md, html, json and text, from real transcripts.
+
+The fixtures under tests/fixtures/transcripts/ were written by `latency-wizard demo --auto`:
+nginx's default buffering in front of the simulator, the kv-pressure scenario (preemptions, a
+restart), and auth-required walked without the key (every round and LoadGen run failed).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import chromium
+from tests.conftest import assert_export_contract, wizard_command
+from wizard import transcript
+from wizard.transcript import Redactor, TranscriptWriter
+from wizard.words import WORDS, count, ms, percent, signed_percent
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
+NGINX = FIXTURES / "demo-nginx-buffering.ndjson"
+KV = FIXTURES / "demo-kv-pressure.ndjson"
+NO_KEY = FIXTURES / "demo-auth-required-no-key.ndjson"
+EXAMPLES = sorted((ROOT / "transcripts" / "examples").glob("*.ndjson"))
+RAW_FLOAT = re.compile(r"(?<![\d:.])\d+\.\d{3,}")  # 0.0011101859561476468, not a time of day
+
+
+def export(path: Path, fmt: str, *extra: str) -> str:
+    result = subprocess.run(wizard_command("export", str(path), "--format", fmt, *extra),
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_numbers_are_written_for_people() -> None:
+    assert (percent(0.0011101859561476468), percent(0.209), percent(1.0), percent(0.0)) == (
+        "0.1 %", "21 %", "100 %", "0 %",
+    )  # fmt: skip
+    assert (ms(140.957525), ms(24.619714), ms(None), ms(1357.19)) == ("141", "24.6", "-", "1,357")
+    assert (count(6.0), signed_percent(-0.8253), signed_percent(-0.0039)) == ("6", "-83 %", "0 %")
+
+
+def test_text_leads_with_the_cause_the_change_and_its_proven_effect() -> None:
+    lines = export(NGINX, "text").splitlines()
+    assert len(lines) <= 15
+    assert lines[1] == "Root cause: LAT001 The proxy buffers the token stream (FAIL)"
+    assert (
+        lines[2].startswith("Symptom: ")
+        and "TTFT p50 141.0 ms through the proxy vs 23.3 ms direct" in lines[2]
+    )
+    assert lines[3] == "The one change: `proxy_buffering off;` (proxy_buffering on -> off)"
+    effect = lines[4]
+    assert effect.startswith("Proven effect: LAT001 cause gone in proxy#2: ")
+    # The walk's own comparison, as it judged it (a wide A/A band made it "within noise").
+    assert "TTFT p50 141 -> 24.6 ms (-83 %), within noise (±147 % noise)" in effect
+    assert "events per read 11 -> 1 (typical)" in effect
+    assert "Outcome: no cause remains" in lines
+    # The incident's proxy baseline (141 ms) beside its final state (22.1 ms), not the post-fix one only.
+    assert "proxy p50 (incident -> final): TTFT 141 -> 22.1 ms, TPOT 10.1 -> 11.4 ms" in lines
+    assert "Audit: Nothing to flag." in lines and lines[-1].startswith(
+        "Replay: latency-wizard replay "
+    )
+    assert "None" not in "\n".join(lines) and not RAW_FLOAT.search("\n".join(lines))
+
+
+def test_markdown_puts_the_first_baseline_beside_the_final_state() -> None:
+    md = export(NGINX, "md")
+    assert md.index("## TL;DR") < md.index("## Baseline") < md.index("## Findings")
+    assert "- **Root cause**: LAT001 The proxy buffers the token stream (FAIL)" in md
+    assert "| proxy | incident, steady | 141 / 147 | 10.1 / 11.6 | 0.0 / 163 | 769 / 867 |" in md
+    assert "| proxy | final, steady | 22.1 / 30.1 | 11.4 / 11.6 | 10.8 / 47.7 | 744 / 748 |" in md
+    # Verdicts in words, with the rounds they pooled; units on every number.
+    assert (
+        "| proxy_buffering: on -> off | TTFT p50, proxy -> proxy#2 + proxy#3 | 141 ms | 24.6 ms | -83 % |"
+        in md
+    )
+    assert "| proxy_buffering: on -> off | LAT001 (proxy#2) |" in md and "cause gone |" in md
+    assert "tpot_ms" not in md and "None" not in md and not RAW_FLOAT.search(md)
+    assert "- **proposed, not applied**: LAT005 HTTP/1.0 to the upstream, without keepalive: " in md
+    assert "GPU host, from the files collected there (env.txt, gpus.csv, lscpu.txt, topo.txt)" in md
+
+
+def test_server_side_deltas_and_the_restart_in_the_kv_pressure_walk() -> None:
+    text = export(KV, "text")
+    assert "Root cause: LAT010 Requests are preempted for lack of KV-cache space (FAIL)" in text
+    assert "server in loaded -> loaded#2: preemptions 10 -> 0, KV peak 100 % -> 21 %" in text
+    md = export(KV, "md")
+    assert (
+        "| loaded | 5 | 8 | **10** | 100 % | 10.6 |" in md
+        and "| loaded#2 | 5 | 8 | 0 | 21 % |" in md
+    )  # the server-side table, units in its header
+    assert (
+        "| round | waiting max (requests) | running max (requests) | preemptions (count) | KV cache peak (%) |"
+        in md
+    )
+    assert "| direct | final | not measured again |" in md
+
+
+def test_failed_rounds_and_a_loadgen_run_without_success_are_reported_and_audited() -> None:
+    md = export(NO_KEY, "md")
+    audit = md[md.index("## Audit") :]
+    assert "Nothing to flag" not in audit
+    assert (
+        "- round direct failed: http://127.0.0.1:48081/v1/models answered 401 Unauthorized" in audit
+    )
+    assert "- LoadGen SingleStream (loadgen_before): ERROR, 766 of 766 queries failed" in audit
+    rounds = md[md.index("## Every round") : md.index("## Findings")]
+    assert rounds.count("**failed: ") == 4 and rounds.count("**LoadGen SingleStream: ERROR (") == 2
+    assert "- **Outcome**: causes remain: auth_failure, validation_invalid" in md
+    data = json.loads(export(NO_KEY, "json"))
+    assert [r["status"] for r in data["rounds"]] == ["failed"] * 6
+    text = export(NO_KEY, "text")
+    assert "Rounds: 6 rounds (6 failed)" in text and "Audit: round direct failed: " in text
+
+
+def test_json_keeps_the_contract_and_adds_the_answer() -> None:
+    data = json.loads(export(NGINX, "json"))
+    assert_export_contract(data)
+    assert data["baseline"]["proxy"]["steady"]["ttft_p50"] == pytest.approx(140.957525)  # the first
+    assert data["final"]["proxy"]["steady"]["ttft_p50"] == pytest.approx(22.098746)
+    answer = data["answer"]
+    assert answer["cause"] == {"code": "LAT001", "title": "The proxy buffers the token stream",
+                               "severity": "fail", "cause": "proxy_buffering"}  # fmt: skip
+    assert answer["change"]["apply"] == "proxy_buffering off;" and answer["change"]["applied"]
+    assert answer["effect"]["cause_verdict"]["verdict"] == "cause gone"
+    assert answer["effect"]["events_per_read"]["before"]["typical"] == 11.0
+    assert {"rounds", "first", "final", "not_applied", "notes", "audit_flags"} <= set(data)
+
+
+def test_the_summary_speaks_chinese() -> None:
+    text = export(NGINX, "text", "--lang", "zh")
+    assert "根因: LAT001 代理缓冲了 token 流 (严重)" in text and "已验证的效果" in text
+    md = export(NGINX, "md", "--lang", "zh")
+    for heading in (
+        "## TL;DR 结论",
+        "## 基线（事件的首轮测量）与最终状态对照",
+        "## 变更",
+        "## 全部测量轮次",
+        "## 审计",
+    ):
+        assert heading in md
+    # The summary's own words (the walk's notes and evidence are recorded text, in English).
+    ours = md[: md.index("## 诊断过程中的说明")] + md[md.index("## 时间线") :] + text
+    english = {
+        w["en"]
+        for w in WORDS.values()
+        if w["en"] != w["zh"] and len(w["en"]) > 6 and "{" not in w["en"]
+    }
+    assert not [phrase for phrase in english if phrase in ours]
+
+
+def _hostile_copy(tmp_path: Path) -> Path:
+    """The nginx walk with someone else's text where a server or an operator puts it."""
+    source = transcript.load(NGINX)
+    header = {
+        k: v
+        for k, v in source.header.items()
+        if k not in ("type", "schema_version", "tool_version", "started_at")
+    }
+    path = tmp_path / "hostile.ndjson"
+    writer = TranscriptWriter.create(path, header, Redactor())
+    for event in source.events:
+        data: dict[str, Any] = json.loads(json.dumps(event["data"]))
+        if event["type"] == "probe_result" and data["probe"] == "endpoints":
+            data["facts"]["model"] = "<img src=x onerror=alert(1)>"
+        if event["type"] == "finding" and data["code"] == "LAT001":
+            data["evidence"] = "<script>alert(2)</script> | `a` & b"
+        if event["type"] == "change":
+            data["parameter"] = "</title><script>alert(3)</script>"
+        if event["type"] == "verdict":
+            data["evidence"] = "<b>bold</b> | a pipe"
+        writer.append(event["type"], event["node"], data)
+    writer.close()
+    return path
+
+
+def test_html_escapes_every_text(tmp_path: Path) -> None:
+    page = export(_hostile_copy(tmp_path), "html")
+    assert "<script" not in page and "<img" not in page
+    assert (
+        "&lt;img src=x onerror=alert(1)&gt;" in page
+        and "&lt;script&gt;alert(2)&lt;/script&gt;" in page
+    )
+    md = export(_hostile_copy(tmp_path / "md"), "md")
+    assert "&lt;b&gt;bold&lt;/b&gt;" in page
+    assert "| <b>bold</b> \\| a pipe |" in md  # a pipe in a cell does not end it
+
+
+PAGE_PROBE = """(() => {
+  const figures = Array.from(document.querySelectorAll('.charts figure'));
+  return {
+    text: document.body.innerText,
+    failColour: getComputedStyle(document.querySelector('li.fail')).color,
+    charts: figures.map(f => ({
+      section: f.closest('.charts').previousElementSibling.previousElementSibling.textContent,
+      title: Array.from(f.querySelectorAll('.title')).map(t => t.textContent).join(' '),
+      bars: Array.from(f.querySelectorAll('rect.rect')).map(r => r.getBBox().height),
+      values: Array.from(f.querySelectorAll('text.value')).map(t => t.textContent),
+    })),
+  };
+})()"""
+
+
+def test_html_loads_in_chromium_without_errors_and_shows_the_cause(tmp_path: Path) -> None:
+    page = tmp_path / "summary.html"
+    page.write_text(export(NGINX, "html"))
+    loaded = chromium.load(page, PAGE_PROBE)
+    assert loaded["errors"] == []
+    assert loaded["requests"] == [page.resolve().as_uri()]  # self-contained: nothing else fetched
+    value = loaded["value"]
+    assert "Root cause: LAT001 The proxy buffers the token stream (FAIL)" in value["text"]
+    assert value["failColour"] == "rgb(176, 0, 32)"
+    charts = value["charts"]
+    # One chart per segment beside the table it illustrates, each on its own scale: E2E (~800 ms)
+    # does not flatten TPOT (~11 ms), and every non-zero bar is visible.
+    baseline = [c for c in charts if c["section"].startswith("Baseline")]
+    assert [c["title"] for c in baseline] == [
+        f"{s} p50 (ms): incident and final" for s in ("TTFT", "TPOT", "ITL", "E2E")
+    ]
+    changes = [c for c in charts if c["title"].endswith("p50 (ms), proxy_buffering")]
+    assert len(changes) == 3 and all(c["section"] == "Changes" for c in changes)
+    for chart in charts:
+        tallest = max(chart["bars"])
+        for height, label in zip(chart["bars"], chart["values"], strict=True):
+            assert label in ("0.0", "-") or height > tallest / 20, chart
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_the_shipped_examples_lead_with_a_cause(example: Path) -> None:
+    lines = export(example, "text").splitlines()
+    assert len(lines) <= 15 and lines[1].startswith("Root cause: LAT0")
+    assert any(line.startswith("The one change: `") for line in lines)
+    md = export(example, "md")
+    assert "None" not in md and not RAW_FLOAT.search(md.split("## Findings")[0])
