@@ -64,9 +64,19 @@ class SimProcess:
 
 def assert_export_contract(data: dict[str, Any]) -> None:
     """`export --format json` keeps the keys design §5 lists (other tools read them)."""
-    assert {"schema_version", "session", "baseline", "steps", "changes", "findings", "audit"} <= set(data)
+    assert {
+        "schema_version",
+        "session",
+        "baseline",
+        "steps",
+        "changes",
+        "findings",
+        "audit",
+    } <= set(data)
     for finding in data["findings"]:
-        assert {"code", "cause", "severity", "title", "evidence", "advice", "change"} <= set(finding)
+        assert {"code", "cause", "severity", "title", "evidence", "advice", "change"} <= set(
+            finding
+        )
 
 
 def wizard_command(*args: str) -> list[str]:
