@@ -2,7 +2,8 @@
 
 The fixtures under tests/fixtures/transcripts/ were written by `latency-wizard demo --auto`:
 nginx's default buffering in front of the simulator, the kv-pressure scenario (preemptions, a
-restart), and auth-required walked without the key (every round and LoadGen run failed).
+restart), and auth-required walked without the key (every round and LoadGen run failed); and by
+`demo --answers` declaring two parameters for LAT001's change (refused).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
 NGINX = FIXTURES / "demo-nginx-buffering.ndjson"
 KV = FIXTURES / "demo-kv-pressure.ndjson"
 NO_KEY = FIXTURES / "demo-auth-required-no-key.ndjson"
+REFUSED = FIXTURES / "demo-nginx-two-parameters-refused.ndjson"
 EXAMPLES = sorted((ROOT / "transcripts" / "examples").glob("*.ndjson"))
 RAW_FLOAT = re.compile(r"(?<![\d:.])\d+\.\d{3,}")  # 0.0011101859561476468, not a time of day
 
@@ -118,6 +120,24 @@ def test_failed_rounds_and_a_loadgen_run_without_success_are_reported_and_audite
     assert "Rounds: 6 rounds (6 failed)" in text and "Audit: round direct failed: " in text
 
 
+def test_a_refused_change_is_in_the_answer_the_changes_and_the_audit() -> None:
+    """The operator declared two parameters for LAT001's change: the walk refused the step."""
+    text = export(REFUSED, "text")
+    assert (
+        "The one change: `proxy_buffering off;` (proxy_buffering on -> off); proposed, not applied"
+        in text
+    )
+    assert "Outcome: causes remain: proxy_buffering" in text
+    refusal = "refused: 'proxy_buffering, proxy_http_version' is not one parameter name"
+    assert f"Audit: {refusal}" in text
+    md = export(REFUSED, "md")
+    assert (
+        f"- **proposed, not applied**: LAT001 The proxy buffers the token stream: `proxy_buffering off;` ({refusal}"
+        in md
+    )
+    assert f"## Audit\n\n- {refusal}" in md
+
+
 def test_json_keeps_the_contract_and_adds_the_answer() -> None:
     data = json.loads(export(NGINX, "json"))
     assert_export_contract(data)
@@ -134,7 +154,11 @@ def test_json_keeps_the_contract_and_adds_the_answer() -> None:
 
 def test_the_summary_speaks_chinese() -> None:
     text = export(NGINX, "text", "--lang", "zh")
-    assert "根因: LAT001 代理缓冲了 token 流 (严重)" in text and "已验证的效果" in text
+    assert (
+        "根因：LAT001 代理缓冲了 token 流（严重）" in text
+        and "已验证的效果：LAT001 在 proxy#2 中原因已消除" in text
+    )
+    assert "proxy p50（事件 -> 最终）：TTFT 141 -> 22.1 ms，TPOT 10.1 -> 11.4 ms" in text
     md = export(NGINX, "md", "--lang", "zh")
     for heading in (
         "## TL;DR 结论",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wizard.words import ms, say
+from wizard.words import joined, ms, paren, say
 
 MAX_LINES = 15
 
@@ -19,20 +19,22 @@ def text(report: dict[str, Any]) -> str:
     if session["proxy"]:
         head += say("via_proxy", lang, proxy=session["proxy"])
     lines = [head + ("" if session["complete"] else say("session_incomplete", lang))]
-    lines += [f"{line['label']}: {line['text']}" for line in report["answer"]["lines"]]
+    lines += [
+        say("labelled", lang, label=line["label"], text=line["text"])
+        for line in report["answer"]["lines"]
+    ]
     lines += _baseline_lines(report, lang)
     rounds = report["rounds"]
     if rounds:
         failed = sum(1 for r in rounds if r["status"] != "ok")
-        lines.append(
-            f"{say('rounds_label', lang)}: {say('rounds_count', lang, total=len(rounds), failed=failed)}"
-        )
+        counted = say("rounds_count", lang, total=len(rounds), failed=failed)
+        lines.append(say("labelled", lang, label=say("rounds_label", lang), text=counted))
     flags = report["audit_flags"]
     audit = flags[0] if flags else say("nothing_to_flag", lang)
     if len(flags) > 1:
         audit += " " + say("more_flags", lang, n=len(flags) - 1)
-    lines.append(f"{say('audit', lang)}: {audit}")
-    lines.append(f"{say('replay', lang)}: {report['replay']}")
+    lines.append(say("labelled", lang, label=say("audit", lang), text=audit))
+    lines.append(say("labelled", lang, label=say("replay", lang), text=report["replay"]))
     if len(lines) > MAX_LINES:  # the answer and the replay command are kept; the middle gives way
         lines = lines[: MAX_LINES - 1] + lines[-1:]
     return "\n".join(lines) + "\n"
@@ -52,5 +54,12 @@ def _baseline_lines(report: dict[str, Any], lang: str) -> list[str]:
         when = (
             f"{say('incident', lang)} -> {say('final', lang)}" if after else say("incident", lang)
         )
-        out.append(f"{label} p50 ({when}): " + ", ".join(parts))
+        out.append(
+            say(
+                "labelled",
+                lang,
+                label=paren(f"{label} p50", when, lang),
+                text=joined(parts, lang, "comma"),
+            )
+        )
     return out

@@ -13,7 +13,9 @@ from typing import Any
 from wizard.render_events import loadgen_outcome, pick
 from wizard.words import (
     count,
+    joined,
     ms,
+    paren,
     percent,
     say,
     segment_name,
@@ -133,7 +135,7 @@ def flags(report: dict[str, Any], events: list[dict[str, Any]], lang: str) -> li
         elif row["status"] in ("failed", "partial"):
             out.append(say("flag.partial", lang, round=row["round"], requests=row["requests"],
                            failed=row["requests"] - row["succeeded"]))  # fmt: skip
-    out += [say("flag.refused", lang, text=text) for text in refusals(events)]
+    out += refusals(events)  # the engine's own words say what was refused
     return out
 
 
@@ -218,7 +220,7 @@ def _lines(data: dict[str, Any], report: dict[str, Any], lang: str) -> list[dict
     else:
         severity = say(f"severity.{cause['severity']}", lang)
         lines = [
-            {"label": say("root_cause", lang), "text": f"{cause['code']} {cause['title']} ({severity})",
+            {"label": say("root_cause", lang), "text": paren(f"{cause['code']} {cause['title']}", severity, lang),
              "tone": cause["severity"]},
             {"label": say("symptom", lang), "text": str(data["symptom"]), "tone": ""},
         ]  # fmt: skip
@@ -226,9 +228,11 @@ def _lines(data: dict[str, Any], report: dict[str, Any], lang: str) -> list[dict
     if change:
         text = f"`{change['apply']}`" if change.get("apply") else ""
         if change["before"] is not None or change["after"] is not None:
-            text += f" ({change['parameter']} {change['before']} -> {change['after']})"
+            text = paren(
+                text, f"{change['parameter']} {change['before']} -> {change['after']}", lang
+            )
         if not change["applied"]:
-            text += f"; {say('not_applied', lang)}"
+            text = joined([text, say("not_applied", lang)], lang)
         lines.append({"label": say("the_change", lang), "text": text.strip(), "tone": ""})
     elif cause is not None:
         lines.append({"label": say("the_change", lang), "text": say("no_change", lang), "tone": ""})
@@ -239,13 +243,13 @@ def _lines(data: dict[str, Any], report: dict[str, Any], lang: str) -> list[dict
         outcome or not report["session"]["complete"]
     ):  # transcripts before outcomes were recorded have none
         outcome = outcome or "unknown"
-        remaining = ", ".join(report.get("causes_remaining") or [])
+        remaining = joined(report.get("causes_remaining") or [], lang, "comma")
         tone = "bad" if outcome == "cause_remains" else "good" if outcome == "no_cause" else ""
         lines.append({"label": say("outcome", lang), "text": say(f"outcome.{outcome}", lang, causes=remaining),
                       "tone": tone})  # fmt: skip
     if data["also_found"]:
-        lines.append({"label": say("also_found", lang), "tone": "", "text": "; ".join(
-            f"{f['code']} {f['title']} ({say('severity.' + f['severity'], lang)})" for f in data["also_found"])})  # fmt: skip
+        lines.append({"label": say("also_found", lang), "tone": "", "text": joined([
+            paren(f"{f['code']} {f['title']}", say("severity." + f["severity"], lang), lang) for f in data["also_found"]], lang)})  # fmt: skip
     return lines
 
 
@@ -272,14 +276,14 @@ def _effect_text(effect: dict[str, Any] | None, lang: str) -> dict[str, str]:
     if server:
         parts.append(server)
     gone = bool(verdict) and verdict["verdict"] == "cause gone"
-    return {"text": "; ".join(parts), "tone": "good" if gone else "bad" if verdict else ""}
+    return {"text": joined(parts, lang), "tone": "good" if gone else "bad" if verdict else ""}
 
 
 def verdict_text(segment: dict[str, Any], lang: str) -> str:
     """A segment's verdict as words, with the noise band it was judged against."""
     word = verdict_word("expected" if segment.get("expected") else segment["verdict"], lang)
     if segment["verdict"] == "within noise" and segment.get("noise_band") is not None:
-        word += f" ({say('noise_band', lang, band=percent(segment['noise_band']))})"
+        word = paren(word, say("noise_band", lang, band=percent(segment["noise_band"])), lang)
     return word
 
 
@@ -305,4 +309,4 @@ def server_change(effect: dict[str, Any], lang: str) -> str | None:
         if before.get(field) != after.get(field)
     ]  # fmt: skip
     return say("server_pair", lang, before=effect["before_round"], after=effect["after_round"],
-               items=", ".join(items)) if items else None  # fmt: skip
+               items=joined(items, lang, "comma")) if items else None  # fmt: skip

@@ -13,6 +13,11 @@ from typing import Any
 SEGMENT_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
 
 WORDS: dict[str, dict[str, str]] = {
+    # punctuation: Chinese text takes full-width separators and brackets
+    "sep": {"en": "; ", "zh": "；"},
+    "comma": {"en": ", ", "zh": "，"},
+    "paren": {"en": "{text} ({inner})", "zh": "{text}（{inner}）"},
+    "labelled": {"en": "{label}: {text}", "zh": "{label}：{text}"},
     # headings
     "title": {"en": "Latency incident summary: {model} at {target}",
               "zh": "延迟事件摘要：{target} 上的 {model}"},
@@ -170,6 +175,16 @@ def say(key: str, lang: str, **values: Any) -> str:
     """The phrase ``key`` in ``lang`` (English when it has no translation), filled in."""
     phrase = WORDS[key]
     return (phrase.get(lang) or phrase["en"]).format(**values)
+
+
+def joined(parts: list[str], lang: str, separator: str = "sep") -> str:
+    """Parts joined the way the language separates them."""
+    return say(separator, lang).join(parts)
+
+
+def paren(text: str, inner: str, lang: str) -> str:
+    """``text (inner)``, or with full-width brackets in Chinese."""
+    return say("paren", lang, text=text, inner=inner)
 
 
 def segment_name(segment: str) -> str:
