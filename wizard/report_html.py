@@ -21,6 +21,7 @@ table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding
 th{background:#f3f3f5}ul{padding-left:1.2em}li{margin:.2em 0}code{background:#f3f3f5;padding:0 .2em}
 .fail,.bad{color:#b00020;font-weight:600}.warn{color:#9a5b00;font-weight:600}.info{color:#0b5cad}
 .good{color:#1b7f3b;font-weight:600}li.fail,li.bad,li.warn,li.good{border-left:4px solid;padding-left:.5em}
+li.fail,li.bad,li.warn,li.good{font-weight:normal}li.fail span,li.bad span,li.warn span,li.good span{color:#1d1d1f}
 h3.fail,h3.warn,h3.info{border-left:6px solid;padding-left:.5em}
 .charts{display:flex;flex-wrap:wrap;gap:.5em}.charts figure{margin:0;width:320px;height:230px}
 """
@@ -52,7 +53,7 @@ def html_page(report: dict[str, Any]) -> str:
             )
         elif isinstance(block, Lines):
             items = "".join(f"<li{_tone(tone)}>" + (f"<strong>{_inline(label)}</strong>: " if label else "")
-                            + f"{_inline(text)}</li>" for label, text, tone in block.items)  # fmt: skip
+                            + f"<span>{_inline(text)}</span></li>" for label, text, tone in block.items)  # fmt: skip
             body.append(f"<ul>{items}</ul>")
         elif isinstance(block, Table):
             head = "".join(f"<th>{_inline(h)}</th>" for h in block.headers)

@@ -297,6 +297,7 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
         writer.close()
     screen.print(f"transcript: {writer.path}", soft_wrap=True)
     screen.print(f"summary:    latency-wizard export {writer.path} --format md", soft_wrap=True)
+    screen.print(f"to paste:   latency-wizard export {writer.path} --format text", soft_wrap=True)
     return EXIT_CODES[outcome(session)["outcome"]]
 
 
