@@ -3,11 +3,16 @@
 Current vLLM (v1 names) and 2024-era vLLM (v0 names: ``gpu_cache_usage_perc``,
 ``time_per_output_token_seconds``) are both read. A server started with ``--disable-log-stats``
 exposes no ``vllm:`` series at all; that is recognised and explained rather than reported as zeros.
+
+A paste is read too: lines that are no exposition text (the shell prompt and ``curl`` command above
+it, curl's progress meter, HTTP headers, a truncated last line) are skipped and counted in
+``notes``; a dump without ``# TYPE`` lines still gives its histograms (by their ``_sum``/``_count``).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -21,6 +26,18 @@ from wizard.probes.bounded import BoundedRequestError, fetch
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 ITL = ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds")
 ITL_BUCKETS = frozenset(f"{name}_bucket" for name in ITL)
+# One sample line of the text format: name, optional {labels}, a value, an optional timestamp.
+SAMPLE_LINE = re.compile(
+    r'^[a-zA-Z_:][a-zA-Z0-9_:]*(?:\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?[ \t]+'
+    r"(?:[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|[-+]?Inf|NaN)(?:[ \t]+-?\d+)?[ \t]*$"
+)
+# Series only one generation exposes (V1 also labels every series with "engine").
+V1_ONLY = ("vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds_count",
+           "vllm:prefix_cache_queries_total", "vllm:request_prefill_kv_computed_tokens_count")  # fmt: skip
+V0_ONLY = ("vllm:num_requests_swapped", "vllm:cpu_cache_usage_perc",
+           "vllm:avg_generation_throughput_toks_per_s", "vllm:gpu_cache_usage_perc")  # fmt: skip
+HISTOGRAM_PARTS = ("_sum", "_count")
+MAX_QUOTED_SKIPS = 3
 
 
 @dataclass
@@ -47,6 +64,7 @@ class MetricsSnapshot:
     num_gpu_blocks_override: int | None = None
     gpu_memory_utilization: float | None = None
     itl_smallest_bucket_s: float | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def kv_cache_tokens(self) -> int | None:
@@ -82,18 +100,53 @@ def itl_bucket_note(mean_s: float | None, smallest_s: float | None) -> str | Non
     )
 
 
+def exposition_lines(text: str) -> tuple[str, list[str]]:
+    """The exposition text in ``text`` and notes on what was skipped (a paste's prompt, headers)."""
+    kept, skipped = [], []
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or SAMPLE_LINE.match(stripped):
+            kept.append(stripped)
+        else:
+            skipped.append((number, stripped))
+    notes = []
+    if skipped:
+        quoted = "; ".join(
+            f"line {n}: {_printable(t)[:60]!r}" for n, t in skipped[:MAX_QUOTED_SKIPS]
+        )
+        more = (
+            f" and {len(skipped) - MAX_QUOTED_SKIPS} more"
+            if len(skipped) > MAX_QUOTED_SKIPS
+            else ""
+        )
+        notes.append(
+            f"skipped {len(skipped)} line(s) that are no Prometheus exposition text ({quoted}{more})"
+        )
+    return "\n".join(kept) + "\n", notes
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
 def parse(text: str) -> MetricsSnapshot:
     """Parse the text exposition format; raise WizardError when it is not Prometheus text."""
     if text.lstrip().startswith("<"):
         raise WizardError("this is HTML, not Prometheus metrics: is the URL the server's /metrics?")
+    text, notes = exposition_lines(text)
+    if not any(line and not line.startswith("#") for line in text.splitlines()):
+        raise WizardError(
+            "not valid Prometheus text: no samples in it" + (f" ({notes[0]})" if notes else "")
+        )
     try:
         families = list(text_string_to_metric_families(text))
     except (ValueError, IndexError, OverflowError) as exc:
-        detail = "".join(c if c.isprintable() else "?" for c in str(exc))[:120]
+        detail = _printable(str(exc))[:120]
         raise WizardError(f"not valid Prometheus text: {detail}") from None
-    snap = MetricsSnapshot()
+    snap = MetricsSnapshot(notes=notes)
     sums: dict[str, float] = {}
     engines: set[str] = set()
+    labelled = False  # V1 labels every engine series with "engine"
     histograms: dict[str, dict[str, float]] = {}
     for family in families:
         for sample in family.samples:
@@ -102,8 +155,10 @@ def parse(text: str) -> MetricsSnapshot:
             if not sample.name.startswith("vllm:") or not math.isfinite(sample.value):
                 continue
             engines.add(sample.labels.get("engine", "0"))
+            labelled = labelled or "engine" in sample.labels
             sums[sample.name] = sums.get(sample.name, 0.0) + sample.value
-            if family.type == "histogram" and sample.name.endswith(("_sum", "_count")):
+            # Without its "# TYPE" line a histogram is "unknown" typed: its parts still say what it is.
+            if family.type in ("histogram", "unknown") and sample.name.endswith(HISTOGRAM_PARTS):
                 base, _, part = sample.name.rpartition("_")
                 histograms.setdefault(base, {}).setdefault(part, 0.0)
                 histograms[base][part] += sample.value
@@ -130,7 +185,12 @@ def parse(text: str) -> MetricsSnapshot:
         snap.stats_disabled = True
         return snap
     snap.engines = len(engines)
-    snap.generation = "v0" if "vllm:gpu_cache_usage_perc" in sums else "v1"
+    snap.generation = _generation(sums, engines_labelled=labelled)
+    if snap.generation is None:
+        snap.notes.append(
+            "no series only one generation exposes (an engine label, "
+            "kv_cache_usage_perc, gpu_cache_usage_perc, ...): the generation is unknown"
+        )
     snap.kv_cache_usage = next((sums[n] / snap.engines for n in KV_USAGE if n in sums), None)
     snap.preemptions_total = sums.get("vllm:num_preemptions_total")
     snap.running = sums.get("vllm:num_requests_running")
@@ -143,6 +203,16 @@ def parse(text: str) -> MetricsSnapshot:
     snap.prefill_s = _mean(histograms.get("vllm:request_prefill_time_seconds"))
     snap.decode_s = _mean(histograms.get("vllm:request_decode_time_seconds"))
     return snap
+
+
+def _generation(sums: dict[str, float], engines_labelled: bool) -> str | None:
+    """v1 or v0 from the series only one of them exposes; V1 checked first (0.9.2-0.11 had both
+    KV names)."""
+    if engines_labelled or any(name in sums for name in V1_ONLY):
+        return "v1"
+    if any(name in sums for name in V0_ONLY):
+        return "v0"
+    return None
 
 
 def _mean(parts: dict[str, float] | None) -> dict[str, float]:
