@@ -235,7 +235,8 @@ def nginx_config_view(report: dict[str, Any]) -> Group:
             f"{loc['file']}:{loc['line']}", loc["path"], f"{loc['proxy_buffering']} ({loc['proxy_buffering_from']})",
             "ignored" if loc["ignores_x_accel_buffering"] else "honoured",
             f"{_seconds(loc['proxy_read_timeout_s'])}/{_seconds(loc['proxy_connect_timeout_s'])}",
-            loc["proxy_http_version"] or "default", "yes" if loc["gzip_event_stream"] else "no",
+            _with_source(loc["proxy_http_version"], loc.get("proxy_http_version_from")),
+            "yes" if loc["gzip_event_stream"] else "no",
         )  # fmt: skip
     parts: list[Any] = [table]
     for f in report["findings"]:
@@ -243,4 +244,17 @@ def nginx_config_view(report: dict[str, Any]) -> Group:
                           f"{f['message']}\n    change: {f['directive']}"))  # fmt: skip
     if not report["findings"]:
         parts.append(Text("no findings", style="green"))
+    for error in report.get("errors", []):
+        parts.append(
+            Text(f"error: {error['error']} (included from {error['included_from']})", style="red")
+        )
+    for note in report.get("notes", []):
+        parts.append(Text(f"note: {note}"))
     return Group(*parts)
+
+
+def _with_source(value: str | None, source: str | None) -> str:
+    """A value and, when nginx's default, that it is one."""
+    if value is None:
+        return "?"
+    return f"{value} (default)" if source == "default" else value

@@ -499,7 +499,7 @@ def run_nginx_config(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         console().print(nginx_config_view(report))
-    return 1 if report["findings"] else 0
+    return 1 if report["findings"] or report["errors"] else 0
 
 
 def run_metrics(args: argparse.Namespace) -> int:

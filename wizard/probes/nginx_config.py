@@ -6,7 +6,14 @@ among the dumped files, never against this machine's /etc/nginx). Pasted fragmen
 ``location`` block, ``${VAR}`` template placeholders, comments, tabs.
 
 For every location that proxies, the effective values with their inheritance (http -> server ->
-location; an array directive set at an inner level replaces the outer ones), then findings.
+location; an array directive set at an inner level replaces the outer ones), then findings. A value
+never set is nginx's default, and ``*_from`` says so (``default``): ``proxy_http_version`` is
+"1.0" before nginx 1.29.7 and "1.1" since; without an nginx version in the input (``nginx -V``'s
+``nginx version: nginx/X.Y.Z`` pasted above the dump) the older default is reported, with a note.
+
+What cannot be read is a line in ``notes``, never a silent null: a value that is a template
+placeholder (``${VAR}``), an include that matches none of the files given. An included file that
+does not parse is one line in ``errors`` (file:line: problem) and the rest is still analysed.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import fnmatch
 import math
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -42,6 +49,9 @@ ARRAY_DIRECTIVES = {"proxy_ignore_headers", "proxy_set_header", "gzip_types", "a
 INHERITED = {*DEFAULTS, *ARRAY_DIRECTIVES, "proxy_http_version", "proxy_buffer_size", "proxy_buffers",
              "proxy_busy_buffers_size", "proxy_max_temp_file_size"}  # fmt: skip
 CONNECT_TIMEOUT_CAP_S = 75
+NGINX_VERSION = re.compile(r"nginx(?: version: nginx)?/(\d+)\.(\d+)\.(\d+)")
+HTTP_11_DEFAULT_SINCE = (1, 29, 7)
+TEMPLATE = re.compile(r"\$\{\w+\}")
 
 
 class ConfigSyntaxError(WizardError):
@@ -128,6 +138,8 @@ class _Expansion:
     parsed: dict[str, Any]
     base: str
     directives: int = 0
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def _expand(block: list[dict[str, Any]], expansion: _Expansion,
@@ -149,14 +161,25 @@ def _expand(block: list[dict[str, Any]], expansion: _Expansion,
             pattern = directive["args"][0]
             if not PurePosixPath(pattern).is_absolute():
                 pattern = str(PurePosixPath(expansion.base).parent / pattern)
-            for path in sorted(p for p in expansion.files if fnmatch.fnmatch(p, pattern)):
+            where = f"{directive['file']}:{directive.get('line', 1)}"
+            matched = sorted(p for p in expansion.files if fnmatch.fnmatch(p, pattern))
+            if not matched:
+                expansion.notes.append(f"{where}: include {directive['args'][0]} matches none of "
+                                       "the files given: what it holds is not analysed")  # fmt: skip
+            for path in matched:
                 if path in chain:
                     raise ConfigSyntaxError(
-                        f"{directive['file']}:{directive.get('line', 1)}: include cycle: "
+                        f"{where}: include cycle: "
                         + " -> ".join((*chain[chain.index(path) :], path))
                     )
                 if path not in expansion.parsed:
-                    expansion.parsed[path] = _parse_one(path, expansion.files[path], path)
+                    try:
+                        expansion.parsed[path] = _parse_one(path, expansion.files[path], path)
+                    except ConfigSyntaxError as exc:  # one line; the including file still counts
+                        expansion.errors.append(
+                            {"file": path, "included_from": where, "error": str(exc)}
+                        )
+                        expansion.parsed[path] = []
                 out.extend(_expand(expansion.parsed[path], expansion, (*chain, path)))
             continue
         if "block" in directive:
@@ -191,7 +214,8 @@ def _single(levels: list[Level], key: str) -> tuple[str | None, str]:
 
 
 def _analyse_location(loc: dict[str, Any], levels: list[Level], server: dict[str, Any],
-                      upstreams: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:  # fmt: skip
+                      upstreams: dict[str, list[dict[str, Any]]],
+                      http_11_default: bool) -> dict[str, Any] | None:  # fmt: skip
     block = loc.get("block", [])
     here = [*levels, _level("location", block)]
     proxy_pass = next(
@@ -206,6 +230,8 @@ def _analyse_location(loc: dict[str, Any], levels: list[Level], server: dict[str
     types, _ = _effective(here, "gzip_types")
     type_names = {arg for args in types or [["text/html"]] for arg in args}
     version, version_from = _single(here, "proxy_http_version")
+    if version is None:  # unset: the default of the nginx that runs it
+        version = "1.1" if http_11_default else "1.0"
     upstream_name = re.sub(r"^https?://", "", proxy_pass).split("/")[0].split(":")[0]
     upstream = upstreams.get(upstream_name)
     return {
@@ -218,7 +244,7 @@ def _analyse_location(loc: dict[str, Any], levels: list[Level], server: dict[str
         "proxy_read_timeout_s": parse_time(_single(here, "proxy_read_timeout")[0] or "60s"),
         "proxy_connect_timeout_s": parse_time(_single(here, "proxy_connect_timeout")[0] or "60s"),
         "proxy_send_timeout_s": parse_time(_single(here, "proxy_send_timeout")[0] or "60s"),
-        "proxy_http_version": version,
+        "proxy_http_version": version, "proxy_http_version_from": version_from,
         "proxy_http_version_note": (
             "not set: 1.0 before nginx 1.29.7, 1.1 since" if version_from == "default" else None
         ),
@@ -237,8 +263,15 @@ def _server_values(server: dict[str, Any], key: str) -> list[str]:
     return [arg for d in server.get("block", []) if d["directive"] == key for arg in d["args"]]
 
 
+@dataclass
+class _Walk:
+    upstreams: dict[str, list[dict[str, Any]]]
+    http_11_default: bool
+    out: list[dict[str, Any]]
+
+
 def _walk(block: list[dict[str, Any]], levels: list[Level], server: dict[str, Any],
-          upstreams: dict[str, list[dict[str, Any]]], out: list[dict[str, Any]]) -> None:  # fmt: skip
+          walk: _Walk) -> None:  # fmt: skip
     for directive in block:
         name = directive["directive"]
         if name == "http":
@@ -246,19 +279,20 @@ def _walk(block: list[dict[str, Any]], levels: list[Level], server: dict[str, An
                 directive.get("block", []),
                 [_level("http", directive.get("block", []))],
                 server,
-                upstreams,
-                out,
+                walk,
             )
         elif name == "server":
             inner = directive.get("block", [])
-            _walk(inner, [*levels, _level("server", inner)], directive, upstreams, out)
+            _walk(inner, [*levels, _level("server", inner)], directive, walk)
         elif name == "location":
-            found = _analyse_location(directive, levels, server, upstreams)
+            found = _analyse_location(
+                directive, levels, server, walk.upstreams, walk.http_11_default
+            )
             if found is not None:
-                out.append(found)
+                walk.out.append(found)
             inner = directive.get("block", [])
             _walk([d for d in inner if d["directive"] == "location"], [*levels, _level("location", inner)],
-                  server, upstreams, out)  # fmt: skip
+                  server, walk)  # fmt: skip
 
 
 def _upstreams(block: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -311,24 +345,66 @@ def findings_for(
 def analyse(source: Path, worst_gap_ms: float | None = None) -> dict[str, Any]:
     """The ``probe nginx-config --json`` object."""
     files, roots = load_files(source)
+    version = _nginx_version(source, files)
+    http_11 = version is not None and version >= HTTP_11_DEFAULT_SINCE
     parsed: dict[str, Any] = {}
     locations: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    notes: list[str] = []
     for root in roots:
         if root not in files:
             continue
         parsed[root] = _parse_one(root, files[root], root)
-        tree = _expand(parsed[root], _Expansion(files, parsed, root), (root,))
+        expansion = _Expansion(files, parsed, root)
+        tree = _expand(parsed[root], expansion, (root,))
+        errors.extend(expansion.errors)
+        notes.extend(expansion.notes)
+        notes.extend(_template_notes(tree))
         # A pasted fragment (a bare server or location) is read as if inside http { }.
         http_levels = [] if any(d["directive"] == "http" for d in tree) else [_level("http", tree)]
-        _walk(tree, http_levels, {}, _upstreams(tree), locations)
+        _walk(tree, http_levels, {}, _Walk(_upstreams(tree), http_11, locations))
+    if version is None and any(loc["proxy_http_version_from"] == "default" for loc in locations):
+        notes.append("proxy_http_version is not set: reported as 1.0, nginx's default before 1.29.7 "
+                     "(1.1 since); paste `nginx -V` above the config to have it read")  # fmt: skip
     findings = [f for location in locations for f in findings_for(location, worst_gap_ms)]
     return {
         "locations": locations,
         "findings": findings,
-        "errors": [],
+        "errors": errors,
+        "notes": notes,
+        "nginx_version": ".".join(map(str, version)) if version else None,
         "files": sorted(files),
         "causes": sorted({f["cause"] for f in findings}),  # for playbook conditions
     }
+
+
+def _nginx_version(source: Path, files: dict[str, str]) -> tuple[int, int, int] | None:
+    """The version ``nginx -V`` printed into the input, if it did (a dump's first lines)."""
+    texts = list(files.values())
+    if source.is_file():
+        with source.open(encoding="utf-8", errors="replace") as handle:
+            texts.insert(0, handle.read(4096))
+    for text in texts:
+        for line in text.splitlines()[:20]:
+            if (match := NGINX_VERSION.search(line)) is not None:
+                major, minor, patch = (int(part) for part in match.groups())
+                return major, minor, patch
+    return None
+
+
+def _template_notes(tree: list[dict[str, Any]]) -> list[str]:
+    """One note per directive whose value is a template placeholder (envsubst's ``${VAR}``)."""
+    notes = []
+    for directive in tree:
+        if directive["directive"] in INHERITED and any(
+            TEMPLATE.search(a) for a in directive["args"]
+        ):
+            value = " ".join(directive["args"])
+            notes.append(f"{directive['file']}:{directive.get('line', 1)}: {directive['directive']} "
+                         f"{value}: a template placeholder, its value is not in the config")  # fmt: skip
+        if "block" in directive:
+            notes.extend(_template_notes(directive["block"]))
+    return notes
 
 
 async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
