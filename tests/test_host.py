@@ -11,7 +11,8 @@ import psutil
 import pytest
 
 from tests.conftest import wizard_command
-from wizard.probes.host import gather, interconnect, parse_gpu_list, parse_lscpu, parse_topology
+from wizard.probes.host import gather, parse_gpu_list, parse_lscpu
+from wizard.probes.topology import interconnect, parse_topology
 
 FIXTURES = Path(__file__).parent / "fixtures" / "host"
 
@@ -228,3 +229,51 @@ def test_sim_host_evidence_that_cannot_be_written_is_one_line(tmp_path: Path) ->
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and f"cannot write host evidence to {blocker / 'host'}" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "gpus", "verdict", "links", "note"),
+    [
+        ("topo-indented-legend-2.txt", 2, "nvlink", ["NV12"], None),
+        # A legend wrapped into lines that start with "GPU0 GPU1": no phantom GPU, no shifted link.
+        ("topo-wrapped-legend-2.txt", 2, "pcie", ["NODE"], None),
+        ("topo-wrapped-rows-4.txt", 4, "mixed", ["NV6"] * 5 + ["NODE"], None),
+        ("topo-wrapped-header-8.txt", 8, "nvlink", ["NV18"] * 28, None),
+        ("topo-quoted-pipes-2.txt", 2, "pcie", ["PHB"], None),
+        ("topo-shifted-cell-3.txt", 3, "mixed", ["NV4", "SYS", "NODE"], "GPU0: its own X is missing"),
+        ("topo-extra-cell-3.txt", 3, "pcie", ["NS", "NODE", "NODE"], "GPU0: its row was shifted by 1"),
+        ("topo-pasted-twice-2.txt", 2, "pcie", ["PIX"], "line 4: a second GPU0 row"),
+    ],
+)  # fmt: skip
+def test_pasted_topologies(
+    name: str, gpus: int, verdict: str, links: list[str], note: str | None
+) -> None:
+    topology = parse_topology((FIXTURES / name).read_text(encoding="utf-8"))
+    assert (topology["gpus"], interconnect(topology)) == (gpus, verdict)
+    assert [p["link"] for p in topology["pairs"]] == links
+    assert all(p["a"] != p["b"] for p in topology["pairs"])
+    if note is None:
+        assert topology["notes"] == []
+    else:
+        assert any(n.startswith(note) for n in topology["notes"]), topology["notes"]
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("topo_fp-p2p-read.txt", "a peer-access matrix (nvidia-smi topo -p2p)"),
+        ("topo_fp-nvlink-status.txt", "no GPU matrix found"),
+    ],
+)
+def test_other_nvidia_smi_outputs_are_no_topology(name: str, error: str) -> None:
+    topology = parse_topology((FIXTURES / name).read_text(encoding="utf-8"))
+    assert topology["gpus"] == 0 and topology["error"].startswith(error)
+    assert interconnect(topology) == "unknown"
+
+
+def test_probe_topology_cli_says_what_it_repaired() -> None:
+    result = cli("probe", "topology", str(FIXTURES / "topo-pasted-twice-2.txt"))
+    assert result.returncode == 0 and "GPUs: 2, interconnect: pcie" in result.stdout
+    assert "note: line 4: a second GPU0 row (the table pasted twice?): ignored" in result.stdout
+    refused = cli("probe", "topology", str(FIXTURES / "topo_fp-p2p-read.txt"))
+    assert refused.returncode == 1 and "a peer-access matrix" in refused.stdout

@@ -102,7 +102,10 @@ def test_inheritance_and_array_replacement(tmp_path: Path) -> None:
     location = analyse(path)["locations"][0]
     assert (location["proxy_buffering"], location["proxy_buffering_from"]) == ("on", "default")
     # Unset: nginx's default, as proxy_buffering's (1.0 before 1.29.7, the version is not given).
-    assert (location["proxy_http_version"], location["proxy_http_version_from"]) == ("1.0", "default")
+    assert (location["proxy_http_version"], location["proxy_http_version_from"]) == (
+        "1.0",
+        "default",
+    )
     assert "1.29.7" in location["proxy_http_version_note"]
 
 

@@ -68,7 +68,7 @@ def run_topology(args: argparse.Namespace) -> int:
     import json
 
     from wizard.cli.inputs import text_input
-    from wizard.probes.host import interconnect, parse_topology
+    from wizard.probes.topology import interconnect, parse_topology
 
     with text_input(args.file) as handle:
         text = handle.read()
@@ -82,4 +82,6 @@ def run_topology(args: argparse.Namespace) -> int:
         print(f"GPUs: {topology['gpus']}, interconnect: {topology['interconnect']}")
         for pair in topology["pairs"]:
             print(f"  {pair['a']} - {pair['b']}: {pair['link']}")
+        for note in topology["notes"]:
+            print(f"note: {note}")
     return 1 if topology.get("error") else 0

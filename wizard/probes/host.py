@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from wizard.numbers import parse_int
+from wizard.probes.topology import interconnect, parse_topology
 from wizard.vllm_defaults import default_batch_limits
 
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-DEVICE = re.compile(r"^GPU\d+$")
 # Memory sizes: a match starts only where a digit run starts and takes at most 9 digits, so a
 # long run of digits costs one pass instead of one backtracking attempt per digit (quadratic).
 MIB = re.compile(r",\s*(\d{1,9})\s*MiB\s*$", re.MULTILINE)
@@ -75,51 +74,6 @@ class Host:
 
 
 # -- parsers: text in, facts out --------------------------------------------------------------
-
-
-def parse_topology(text: str) -> dict[str, Any]:
-    """``nvidia-smi topo -m``: the GPUs and the link between every pair (NV# = NVLink)."""
-    lines = [ANSI.sub("", line) for line in text.splitlines()]
-    # The header starts with GPU0 (after a tab); a matrix row starting with GPU0 continues with X.
-    header_at = next(
-        (i for i, line in enumerate(lines) if line.split()[:1] == ["GPU0"] and line.split()[1:2] != ["X"]),
-        None,
-    )  # fmt: skip
-    if header_at is None:
-        return {"gpus": 0, "nvlink_all_pairs": None, "pairs": [], "error": "no GPU matrix found"}
-    columns: list[str] = []
-    for token in lines[header_at].split():
-        if not re.match(r"^(GPU|NIC)\d+$", token):
-            break
-        columns.append(token)
-    links: dict[tuple[str, str], str] = {}
-    devices: list[str] = []
-    for line in lines[header_at + 1 :]:
-        cells = line.split()
-        if not cells or not DEVICE.match(cells[0]):
-            continue
-        devices.append(cells[0])
-        for column, cell in zip(columns, cells[1 : 1 + len(columns)], strict=False):
-            if DEVICE.match(column) and column != cells[0]:
-                links[(cells[0], column)] = cell
-    pairs = [
-        {"a": a, "b": b, "link": links.get((a, b)) or links.get((b, a)) or "?"}
-        for a, b in combinations(devices, 2)
-    ]
-    all_nvlink = all(p["link"].startswith("NV") for p in pairs) if pairs else None
-    return {"gpus": len(devices), "nvlink_all_pairs": all_nvlink, "pairs": pairs}
-
-
-def interconnect(topology: dict[str, Any] | None, visible: str | None = None) -> str:
-    """nvlink, pcie, mixed, single or unknown, among the GPUs vLLM can see."""
-    if not topology or not topology.get("gpus"):
-        return "unknown"
-    names = _visible_names(visible)
-    pairs = [p for p in topology["pairs"] if names is None or (p["a"] in names and p["b"] in names)]
-    if not pairs:
-        return "single"
-    nvlink = [p["link"].startswith("NV") for p in pairs]
-    return "nvlink" if all(nvlink) else "pcie" if not any(nvlink) else "mixed"
 
 
 def parse_lscpu(text: str) -> dict[str, int]:
@@ -308,15 +262,6 @@ def _note_missing(host: Host) -> None:
         host.notes.append(f"physical cores unknown; {COLLECT_HINT}")
     if host.gpus and host.gpus > 1 and host.topology is None:
         host.notes.append("GPU links unknown: add the output of `nvidia-smi topo -m`")
-
-
-def _visible_names(visible: str | None) -> set[str] | None:
-    if visible is None or not visible.strip():
-        return None
-    ids = [v.strip() for v in visible.split(",") if v.strip()]
-    if not all(v.isdigit() for v in ids):
-        return None  # UUIDs or MIG ids: the topology matrix cannot be filtered by them
-    return {f"GPU{v}" for v in ids}
 
 
 def _visible_count(visible: str | None) -> int | None:
