@@ -10,6 +10,7 @@ Secrets are masked before anything is written.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import json
@@ -99,6 +100,7 @@ class Transcript:
     path: Path
     header: dict[str, Any]
     events: list[dict[str, Any]]
+    lost: Lost | None = None  # what a salvaging load left out
 
     @property
     def complete(self) -> bool:
@@ -147,8 +149,18 @@ class TranscriptWriter:
         masked: dict[str, Any] = json.loads(self.redact(_canonical(event)))
         masked["hash"] = _sha256(_canonical(masked))
         line = _canonical(masked)
-        os.write(self._fd, (line + "\n").encode("utf-8"))
-        os.fsync(self._fd)
+        size = os.fstat(self._fd).st_size
+        try:
+            _write_all(self._fd, (line + "\n").encode("utf-8"))
+            os.fsync(self._fd)
+        except OSError as exc:
+            # A full disk can take part of a line: cut it off, so the file still verifies.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, size)
+            raise TranscriptError(
+                f"cannot write to the transcript {self.path}: {exc.strerror}; it is kept up to "
+                f"event {self._seq - 1}: free the space, then 'latency-wizard resume {self.path}'"
+            ) from None
         self._last_line = line
         self._seq += 1
         return masked
@@ -158,26 +170,58 @@ class TranscriptWriter:
         os.close(self._fd)
 
 
-def load(path: Path | str) -> Transcript:
-    """Read and verify a transcript; raise TranscriptError naming the first bad line."""
+def _write_all(fd: int, data: bytes) -> None:
+    # os.write may write less than asked (a disk filling up); the rest follows or raises.
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def set_aside_lost(transcript: Transcript) -> Path:
+    """Move a salvaged transcript's lost tail to ``FILE.torn`` (kept, never overwritten) and cut
+    the file back to its verified prefix, so that a resumed session appends where it verifies."""
+    lost = transcript.lost
+    if lost is None:
+        raise ValueError(f"{transcript.path} was loaded whole: nothing to set aside")
+    aside = transcript.path.with_name(transcript.path.name + ".torn")
+    with transcript.path.open("rb+") as handle:
+        handle.seek(lost.kept_bytes)
+        tail = handle.read()
+        try:
+            fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise TranscriptError(f"{aside} already exists; move it away first") from None
+        try:
+            _write_all(fd, tail)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        handle.truncate(lost.kept_bytes)
+    return aside
+
+
+def load(path: Path | str, salvage: bool = False) -> Transcript:
+    """Read and verify a transcript; raise TranscriptError naming the first bad line.
+
+    With ``salvage`` a damaged tail (a last line cut mid-write, a torn line after a full disk,
+    anything after the first line that does not verify) is left out instead: the result keeps the
+    verified prefix and says in ``lost`` what was dropped. A bad header cannot be salvaged.
+    """
     path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise TranscriptError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise TranscriptError(f"{path}: not UTF-8 text (is this a transcript?)") from None
-    if not text:
+    if not raw:
         raise TranscriptError(f"{path}: empty file (is this a transcript?)")
-    lines = text.split("\n")
-    if lines[-1] != "":
-        raise TranscriptError(
-            f"{path}:{len(lines)}: last line is truncated (the session was cut mid-write)"
-        )
-    lines = lines[:-1]
-    header = _parse_line(path, 1, lines[0])
+    pieces = raw.split(b"\n")
+    torn = pieces.pop()  # what follows the last newline: empty unless a write was cut short
+    if not pieces:
+        raise TranscriptError(f"{path}:1: {TORN}")
+    try:
+        first = _decode(pieces[0])
+        header = _parse(first)
+    except _Damage as exc:
+        raise TranscriptError(f"{path}:1: {exc}") from None
     version = header.get("schema_version")
     if header.get("type") != "header" or not isinstance(version, int) or isinstance(version, bool):
         raise TranscriptError(f"{path}:1: not a latency-wizard transcript header")
@@ -185,24 +229,68 @@ def load(path: Path | str) -> Transcript:
         raise TranscriptError(
             f"{path}:1: schema_version {header['schema_version']} is newer than this tool"
         )
-    events = []
-    for number, line in enumerate(lines[1:], start=2):
-        event = _parse_line(path, number, line)
-        recorded = event.pop("hash", None)
-        if recorded != _sha256(_canonical(event)):
-            raise TranscriptError(f"{path}:{number}: line was edited (its hash does not match)")
-        event["hash"] = recorded
-        if event.get("prev") != _sha256(lines[number - 2]):
-            raise TranscriptError(
-                f"{path}:{number}: chain broken (a line before it was edited, removed or reordered)"
-            )
-        if event.get("seq") != number - 1:
-            raise TranscriptError(
-                f"{path}:{number}: expected seq {number - 1}, found {event.get('seq')}"
-            )
-        _check_envelope(path, number, event)
-        events.append(event)
-    return Transcript(path, header, events)
+    events: list[dict[str, Any]] = []
+    previous, kept_bytes, damage = first, len(pieces[0]) + 1, None
+    for number, piece in enumerate(pieces[1:], start=2):
+        try:
+            line = _decode(piece)
+            events.append(_verified_event(_parse(line), number, previous))
+        except _Damage as exc:
+            damage = Lost(number, len(pieces) - number + 1 + bool(torn), len(raw) - kept_bytes,
+                          kept_bytes, str(exc))  # fmt: skip
+            break
+        previous, kept_bytes = line, kept_bytes + len(piece) + 1
+    if damage is None and torn:
+        damage = Lost(len(pieces) + 1, 1, len(torn), kept_bytes, TORN)
+    if damage is not None and not salvage:
+        # What a cut write leaves is pointed to the remedy; an edit is only reported.
+        hint = (f"; --salvage keeps the {len(events)} verified events before it"
+                if damage.reason in CUT_WRITES else "")  # fmt: skip
+        raise TranscriptError(f"{path}:{damage.from_line}: {damage.reason}{hint}")
+    return Transcript(path, header, events, damage)
+
+
+TORN = "last line is truncated (the session was cut mid-write)"
+NOT_UTF8 = "not UTF-8 text (is this a transcript?)"
+NOT_JSON = "not JSON (the file is damaged)"
+# A line cut mid-write ends the file, or (after a full disk freed up) is glued to the next write.
+CUT_WRITES = (TORN, NOT_UTF8, NOT_JSON)
+
+
+class _Damage(Exception):
+    """Why one line cannot be trusted (load adds the file and line)."""
+
+
+@dataclass(frozen=True)
+class Lost:
+    """What ``load(..., salvage=True)`` left out: every line from the first that failed."""
+
+    from_line: int
+    lines: int
+    bytes: int
+    kept_bytes: int  # the verified prefix's length: where a resumed session continues
+    reason: str  # why the first line left out was refused
+
+    def describe(self) -> str:
+        """One line for the operator."""
+        last = self.from_line + self.lines - 1
+        span = (
+            f"line {self.from_line}" if last == self.from_line else f"lines {self.from_line}-{last}"
+        )
+        return f"{span} ({self.bytes} bytes) not kept: {self.reason}"
+
+
+def _verified_event(event: dict[str, Any], number: int, previous: str) -> dict[str, Any]:
+    recorded = event.pop("hash", None)
+    if recorded != _sha256(_canonical(event)):
+        raise _Damage("line was edited (its hash does not match)")
+    event["hash"] = recorded
+    if event.get("prev") != _sha256(previous):
+        raise _Damage("chain broken (a line before it was edited, removed or reordered)")
+    if event.get("seq") != number - 1:
+        raise _Damage(f"expected seq {number - 1}, found {event.get('seq')}")
+    _check_envelope(event)
+    return event
 
 
 # design §7: every event's envelope. A chain that verifies proves no accident, not the origin: a
@@ -210,19 +298,26 @@ def load(path: Path | str) -> Transcript:
 _ENVELOPE = {"t": str, "type": str, "data": dict}
 
 
-def _check_envelope(path: Path, number: int, event: dict[str, Any]) -> None:
+def _check_envelope(event: dict[str, Any]) -> None:
     for key, kind in _ENVELOPE.items():
         if not isinstance(event.get(key), kind):
-            raise TranscriptError(f"{path}:{number}: event field '{key}' is missing or malformed")
+            raise _Damage(f"event field '{key}' is missing or malformed")
     if event.get("node") is not None and not isinstance(event["node"], str):
-        raise TranscriptError(f"{path}:{number}: event field 'node' is malformed")
+        raise _Damage("event field 'node' is malformed")
 
 
-def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
+def _decode(piece: bytes) -> str:
+    try:
+        return piece.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Damage(NOT_UTF8) from None
+
+
+def _parse(line: str) -> dict[str, Any]:
     try:
         value = safejson.loads(line)
     except ValueError:  # also nesting too deep and integers too long
-        raise TranscriptError(f"{path}:{number}: not JSON (the file is damaged)") from None
+        raise _Damage(NOT_JSON) from None
     if not isinstance(value, dict):
-        raise TranscriptError(f"{path}:{number}: not a transcript record")
+        raise _Damage("not a transcript record")
     return value

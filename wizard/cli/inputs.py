@@ -1,11 +1,13 @@
-"""Input files named on the command line, where ``-`` means standard input (so a paste works)."""
+"""Input files named on the command line: text where ``-`` means standard input (so a paste works),
+and transcripts (``--salvage`` keeps the verified part of a damaged one)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import Any, TextIO
 
 
 @contextmanager
@@ -22,3 +24,24 @@ def text_input(path: str) -> Iterator[TextIO]:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
     with handle:
         yield handle
+
+
+SALVAGE_HELP = (
+    "keep the verified part of a damaged transcript (a last line cut mid-write, a torn tail after "
+    "a full disk): everything from the first line that does not verify is left out, and standard "
+    "error says what"
+)
+
+
+def transcript_input(args: argparse.Namespace) -> Any:
+    """The transcript the command names; with --salvage its verified prefix, the loss reported."""
+    from wizard import transcript
+
+    loaded = transcript.load(args.transcript, salvage=args.salvage)
+    if loaded.lost is not None:
+        print(
+            f"latency-wizard {args.command}: salvaged {loaded.path}: kept {len(loaded.events)} "
+            f"verified events; {loaded.lost.describe()}",
+            file=sys.stderr,
+        )
+    return loaded

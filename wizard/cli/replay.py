@@ -7,11 +7,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from wizard.cli.inputs import SALVAGE_HELP, transcript_input
+
 REPLAY_DESCRIPTION = """\
 Verify a transcript's hash chain (an edit or a truncation is reported with its line, exit 1) and
 show every step with the same renderers as the live walk. Nothing touches the network, unless
 --rerun repeats the recorded measurements now (against the recorded target, or --target) and shows
 how each segment moved since."""
+EXIT_STATUS = """\
+Exit status: 0 shown (with --salvage also when a damaged tail was left out); 1 the transcript
+cannot be trusted or read (the line is named; --salvage may keep what precedes it); 2 usage
+errors."""
 
 
 EXPORT_DESCRIPTION = """\
@@ -25,9 +31,11 @@ scripts, text is at most 15 plain lines for an incident channel."""
 def register(subparsers: Any) -> None:
     """Add ``replay`` and ``export``."""
     replay = subparsers.add_parser(
-        "replay", help="show a saved session", description=REPLAY_DESCRIPTION
-    )
+        "replay", help="show a saved session", description=REPLAY_DESCRIPTION, epilog=EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     replay.add_argument("transcript")
+    replay.add_argument("--salvage", action="store_true", help=SALVAGE_HELP)
     replay.add_argument("--lang", choices=["en", "zh"], help="language (default: the session's)")
     replay.add_argument("--rerun", action="store_true", help="repeat the recorded measurements now")
     replay.add_argument(
@@ -39,9 +47,11 @@ def register(subparsers: Any) -> None:
     replay.set_defaults(handler=replay_command)
     export = subparsers.add_parser(
         "export", help="write the incident summary (md, html, json, text)",
-        description=EXPORT_DESCRIPTION,
+        description=EXPORT_DESCRIPTION, epilog=EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     export.add_argument("transcript")
+    export.add_argument("--salvage", action="store_true", help=SALVAGE_HELP)
     export.add_argument("--format", choices=["md", "html", "json", "text"], default="md")
     export.add_argument("-o", "--output", help="file to write (default: standard output)")
     export.add_argument("--lang", choices=["en", "zh"], help="language (default: the session's)")
@@ -50,15 +60,15 @@ def register(subparsers: Any) -> None:
 
 def replay_command(args: argparse.Namespace) -> int:
     """Verify and render; optionally re-measure."""
-    from wizard import transcript
     from wizard.render import console
     from wizard.render_events import render_event
 
-    loaded = transcript.load(args.transcript)
+    loaded = transcript_input(args)
     lang = args.lang or loaded.header.get("lang", "en")
     screen = console()
     screen.print(f"{loaded.path}: verified, {len(loaded.events)} events, target {loaded.header.get('target')}"
-                 + ("" if loaded.complete else " (incomplete: continue it with 'latency-wizard resume')"))  # fmt: skip
+                 + ("" if loaded.complete else " (incomplete: continue it with 'latency-wizard resume')"),
+                 markup=False)  # fmt: skip
     for event in loaded.events:
         renderable = render_event(event, lang, replay=True)
         if renderable is not None:
@@ -106,10 +116,10 @@ def export_command(args: argparse.Namespace) -> int:
     import json
     import sys
 
-    from wizard import report, transcript
+    from wizard import report
     from wizard.errors import UsageError
 
-    loaded = transcript.load(args.transcript)
+    loaded = transcript_input(args)
     model = report.build(loaded, args.lang or loaded.header.get("lang", "en"))
     if args.format == "json":
         text = json.dumps(model, indent=2, ensure_ascii=False) + "\n"

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from wizard.cli.inputs import SALVAGE_HELP, transcript_input
+
 RUN_DESCRIPTION = """\
 Walk the diagnosis (baseline, entry point, resources/KV cache/scheduling, parallelism/start-up,
 nginx, validation, closing audit) against a vLLM server, optionally behind a proxy. Every step says
@@ -74,6 +76,11 @@ def register(subparsers: Any) -> None:
         description="Continue a session from its transcript (verified first) at the step it stopped in.",
     )  # fmt: skip
     resume.add_argument("transcript", help="the transcript of the interrupted session")
+    resume.add_argument(
+        "--salvage", action="store_true",
+        help=SALVAGE_HELP + "; the left-out bytes are moved to FILE.torn and the session continues "
+        "after the verified part",
+    )  # fmt: skip
     resume.add_argument("--api-key-env", help="environment variable holding the API key")
     resume.add_argument(
         "--timeout", type=float, default=60.0, help="read timeout per request in seconds"
@@ -221,7 +228,7 @@ def resume_command(args: argparse.Namespace) -> int:
     from wizard.auth import api_key_from_env
     from wizard.errors import UsageError
 
-    loaded = transcript.load(args.transcript)
+    loaded = transcript_input(args)
     if loaded.complete:
         raise UsageError(
             f"{args.transcript} is a completed session; see it with 'latency-wizard replay'"
@@ -234,7 +241,12 @@ def resume_command(args: argparse.Namespace) -> int:
         )
     operator = choose_operator(args, book)
     api_key = api_key_from_env(args.api_key_env)
+    lost = loaded.lost
+    aside = transcript.set_aside_lost(loaded) if lost is not None else None
     writer = transcript.TranscriptWriter.resume(loaded, transcript.Redactor([api_key]))
+    if lost is not None:
+        note = f"salvaged: {lost.describe()}; those bytes are kept in {aside}"
+        writer.append("note", None, {"text": note})
     args.lang = args.lang or header.get("lang")
     return execute(book, writer, operator, args, api_key, header, events=loaded.events)
 
