@@ -83,6 +83,15 @@ def test_demo_finds_and_fixes_nginx_buffering(tmp_path: Path) -> None:
     assert "upstream:  the simulator runs with --http h11" in result.stdout
     assert f"transcript: {path}" in result.stdout
     assert f"latency-wizard export {path} --format md" in result.stdout
+    assert f"latency-wizard export {path} --format text" in result.stdout
+    # The summary of this fresh walk leads with its cause and the proof.
+    summary = subprocess.run(wizard_command("export", str(path), "--format", "text"),
+                             capture_output=True, text=True, timeout=60).stdout.splitlines()  # fmt: skip
+    assert summary[1] == "Root cause: LAT001 The proxy buffers the token stream (FAIL)"
+    assert (
+        summary[4].startswith("Proven effect: LAT001 cause gone in proxy#2: ")
+        and len(summary) <= 15
+    )
     assert not leftover_processes(path)
 
 
