@@ -138,6 +138,15 @@ def test_a_refused_change_is_in_the_answer_the_changes_and_the_audit() -> None:
     assert f"## Audit\n\n- {refusal}" in md
 
 
+def test_a_salvaged_transcript_says_what_was_not_kept(tmp_path: Path) -> None:
+    torn = tmp_path / "torn.ndjson"
+    torn.write_bytes(KV.read_bytes()[:-40])  # the end event cut mid-write
+    text = export(torn, "text", "--salvage")
+    assert "(session incomplete) (salvaged: line " in text.splitlines()[0]
+    assert "Outcome: the walk did not finish" in text
+    assert "(salvaged: line " in export(torn, "md", "--salvage").splitlines()[2]
+
+
 def test_json_keeps_the_contract_and_adds_the_answer() -> None:
     data = json.loads(export(NGINX, "json"))
     assert_export_contract(data)

@@ -66,6 +66,8 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
             "started_at": header.get("started_at"),
             "ended_at": events[-1]["t"] if events else None,
             "complete": transcript.complete,
+            # A transcript cut mid-write, exported with --salvage: what was not kept.
+            "salvaged": transcript.lost.describe() if transcript.lost else None,
             "transcript": str(transcript.path),
         },
         "tldr": {"causes": causes, "changes": []},

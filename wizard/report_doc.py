@@ -83,7 +83,8 @@ def document(report: dict[str, Any]) -> list[Block]:
         Heading(1, say("title", lang, model=session["model"] or say("unknown", lang), target=session["target"])),
         Lines([
             ("", say("window", lang, start=session["started_at"], end=session["ended_at"])
-             + ("" if session["complete"] else say("session_incomplete", lang)), ""),
+             + ("" if session["complete"] else say("session_incomplete", lang))
+             + (say("salvaged", lang, lost=session["salvaged"]) if session.get("salvaged") else ""), ""),
             ("", say("target", lang, target=session["target"])
              + (say("via_proxy", lang, proxy=session["proxy"]) if session["proxy"] else ""), ""),
             ("", say("server_version", lang, version=session["version"] or say("unknown", lang),

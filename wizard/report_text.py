@@ -18,7 +18,11 @@ def text(report: dict[str, Any]) -> str:
     )
     if session["proxy"]:
         head += say("via_proxy", lang, proxy=session["proxy"])
-    lines = [head + ("" if session["complete"] else say("session_incomplete", lang))]
+    if not session["complete"]:
+        head += say("session_incomplete", lang)
+    if session.get("salvaged"):
+        head += say("salvaged", lang, lost=session["salvaged"])
+    lines = [head]
     lines += [
         say("labelled", lang, label=line["label"], text=line["text"])
         for line in report["answer"]["lines"]

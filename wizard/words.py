@@ -136,6 +136,7 @@ WORDS: dict[str, dict[str, str]] = {
                      "zh": "LoadGen {scenario}（{round}）：{result}，{detail}"},
     "flag.refused": {"en": "refused: {text}", "zh": "已拒绝：{text}"},
     "session_incomplete": {"en": " (session incomplete)", "zh": "（会话未完成）"},
+    "salvaged": {"en": " (salvaged: {lost})", "zh": "（已抢救：{lost}）"},
     "window": {"en": "Window: {start} to {end}", "zh": "时间窗口：{start} 至 {end}"},
     "target": {"en": "Target: {target}", "zh": "目标：{target}"},
     "via_proxy": {"en": ", via proxy {proxy}", "zh": "，经代理 {proxy}"},
