@@ -258,3 +258,47 @@ def _with_source(value: str | None, source: str | None) -> str:
     if value is None:
         return "?"
     return f"{value} (default)" if source == "default" else value
+
+
+def fleet_view(report: dict[str, Any]) -> Group:
+    """Every replica over the window (percentiles with their buckets), then who differs and why."""
+    table = Table(
+        title=f"fleet over the last {report['window']} ({report['replica_count']} replicas, "
+        f"{report['prometheus']})", title_justify="left",
+    )  # fmt: skip
+    for column in ("replica", "share", "waiting avg/max", "preempt", "KV peak", "TTFT p95",
+                   "ITL p95", "queue p95"):  # fmt: skip
+        table.add_column(column)
+
+    def bucket(histogram: dict[str, Any]) -> str:
+        p95 = histogram.get("p95")
+        return p95["text"].removeprefix("p95 ") if p95 else "-"
+
+    def number(value: float | None, form: str) -> str:
+        return "-" if value is None else format(value, form)
+
+    for r in report["replicas"]:
+        table.add_row(
+            Text(r["instance"], style="bold red" if r["differs"] else ""),
+            number(r["request_share"], ".0%"),
+            f"{number(r['waiting_avg'], '.1f')}/{number(r['waiting_max'], '.0f')}",
+            number(r["preemptions"], ".0f"), number(r["kv_peak"], ".0%"),
+            bucket(r["ttft"]), bucket(r["itl"]), bucket(r["queue"]),
+        )  # fmt: skip
+    parts: list[Any] = [table]
+    for r in report["replicas"]:
+        if r["differs"]:
+            causes = f" -> {', '.join(r['causes'])}" if r["causes"] else ""
+            why = "; ".join(d["text"] for d in r["differs"])
+            parts.append(Text(f"{r['instance']} differs{causes}: {why}"))
+    look_at = report["look_at"]
+    if look_at:
+        where = look_at["url"] or "its URL is unknown to Prometheus' targets"
+        parts.append(Text(f"look at {look_at['instance']} ({where})", style="bold"))
+    else:
+        parts.append(Text("no replica differs from the rest", style="green"))
+    for down in report["targets_down"]:
+        parts.append(Text(f"target {down} is down in Prometheus", style="yellow"))
+    if report.get("note"):
+        parts.append(Text(report["note"], style="yellow"))
+    return Group(*parts)

@@ -83,7 +83,7 @@ is proxy + network + request parsing time."""
 
 def register(subparsers: Any) -> None:
     """Add ``probe`` and its probes."""
-    from wizard.cli import probe_host
+    from wizard.cli import probe_fleet, probe_host
 
     probe = subparsers.add_parser(
         "probe", help="run one probe on its own (see 'probe stream --help')"
@@ -209,6 +209,7 @@ def register(subparsers: Any) -> None:
     log.add_argument("--json", action="store_true", help="print one JSON object")
     log.set_defaults(handler=run_vllm_log)
     probe_host.register(probes)
+    probe_fleet.register(probes)
 
 
 def _request_arguments(parser: argparse.ArgumentParser, target: bool = True) -> None:

@@ -32,16 +32,23 @@ examples:
   latency-wizard run --target http://127.0.0.1:8000
   latency-wizard run --target http://vllm:8000 --proxy https://llm.example.com --auto
   latency-wizard run --target http://vllm:8000 --vllm-log vllm.log --host-evidence gpu-host/
+  latency-wizard run --prometheus http://prometheus:9090 --job vllm --window 15m --auto
   latency-wizard resume transcripts/20261202T101500Z-vllm-8000.ndjson --auto"""
 
 
 def register(subparsers: Any) -> None:
     """Add ``run`` and ``resume``."""
+    from wizard.cli import probe_fleet
+
     run = subparsers.add_parser(
         "run", help="walk the diagnosis against a server", description=RUN_DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    run.add_argument("--target", required=True, help="base URL of vLLM, e.g. http://127.0.0.1:8000")
+    run.add_argument(
+        "--target",
+        help="base URL of vLLM, e.g. http://127.0.0.1:8000 (with --prometheus: default the replica "
+        "that differs from the rest)",
+    )
     run.add_argument("--proxy", help="base URL of the same service through the proxy (nginx)")
     run.add_argument(
         "--nginx-conf", help="the proxy's config: nginx.conf, a folder, or saved `nginx -T` output"
@@ -58,6 +65,10 @@ def register(subparsers: Any) -> None:
         help="files collected on the GPU host (lscpu, nvidia-smi topo -m, GPU list, env, the log); "
         "see 'latency-wizard probe host --help'",
     )
+    fleet = run.add_argument_group(
+        "fleet", "read every replica through Prometheus first (see 'probe fleet --help')"
+    )
+    probe_fleet.fleet_arguments(fleet, required=False)
     run.add_argument(
         "--transcript",
         help="where to write the transcript (default: transcripts/<time>-<target>.ndjson)",
@@ -138,6 +149,7 @@ def run_command(args: argparse.Namespace) -> int:
     from wizard.errors import UsageError
     from wizard.transcript import Redactor
 
+    fleet = _read_fleet(args)
     for url in filter(None, (args.target, args.proxy)):
         if not url.startswith(("http://", "https://")):
             raise UsageError(f"{url!r} is not an http(s) URL")
@@ -151,9 +163,41 @@ def run_command(args: argparse.Namespace) -> int:
     header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
               "target": args.target, "proxy": args.proxy, "nginx_conf": _absolute(args.nginx_conf),
               "vllm_log": _absolute(args.vllm_log), "host_evidence": _absolute(args.host_evidence),
-              "lang": args.lang or default_language()}  # fmt: skip
+              "lang": args.lang or default_language(), "prometheus": args.prometheus,
+              "fleet_window": args.window, "fleet_job": args.job}  # fmt: skip
     writer = _create(path, header, Redactor([api_key]))
-    return execute(book, writer, operator, args, api_key, header, events=[])
+    return execute(book, writer, operator, args, api_key, header, events=[], fleet=fleet)
+
+
+def _read_fleet(args: argparse.Namespace) -> dict[str, Any] | None:
+    """With --prometheus: the fleet over the window, and --target defaulted to the replica that
+    differs (its URL from Prometheus' targets). The same report is recorded by the walk."""
+    from wizard.cli import probe_fleet
+    from wizard.errors import UsageError
+
+    if args.prometheus is None:
+        if args.target is None:
+            raise UsageError("--target is required (or --prometheus to find the replica to walk)")
+        return None
+    report = probe_fleet.read(args)
+    look_at = report["look_at"]
+    if args.target is None:
+        if look_at is None:
+            raise UsageError(
+                f"no replica differs from the rest over the last {args.window}: pass --target to walk "
+                "one (a replica or the service URL); 'latency-wizard probe fleet' shows them all"
+            )
+        if look_at["url"] is None:
+            raise UsageError(
+                f"replica {look_at['instance']} differs, but Prometheus' targets give no URL for it: "
+                "pass --target"
+            )
+        args.target = look_at["url"]
+        print(
+            f"fleet: walking {look_at['instance']} ({args.target}): {look_at['why']}",
+            file=sys.stderr,
+        )
+    return report
 
 
 def check_evidence_paths(args: argparse.Namespace) -> None:
@@ -269,7 +313,8 @@ def _spinner(screen: Any) -> Any:
 
 
 def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_key: str | None,
-            header: dict[str, Any], events: list[dict[str, Any]], resume_hint: str | None = None) -> int:  # fmt: skip
+            header: dict[str, Any], events: list[dict[str, Any]], resume_hint: str | None = None,
+            fleet: dict[str, Any] | None = None) -> int:  # fmt: skip
     """Walk (or continue) with live rendering; keep the transcript on Ctrl-C and say how to resume."""
     from wizard import aio
     from wizard.auth import auth_headers
@@ -288,7 +333,8 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
 
     context = ProbeContext(target=header["target"], proxy=header.get("proxy"), nginx_conf=header.get("nginx_conf"),
                            vllm_log=header.get("vllm_log"), host_evidence=header.get("host_evidence"),
-                           headers=auth_headers(api_key), timeout_s=args.timeout)  # fmt: skip
+                           headers=auth_headers(api_key), timeout_s=args.timeout,
+                           fleet_query=_fleet_query(header), fleet=fleet)  # fmt: skip
     session = Session(book, context, operator, writer, lang, show, on_busy=_spinner(screen))
     start = restore(session, events) if events else None
     if events:
@@ -311,6 +357,17 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
     screen.print(f"summary:    latency-wizard export {writer.path} --format md", soft_wrap=True)
     screen.print(f"to paste:   latency-wizard export {writer.path} --format text", soft_wrap=True)
     return EXIT_CODES[outcome(session)["outcome"]]
+
+
+def _fleet_query(header: dict[str, Any]) -> Any:
+    # Kept in the header, so that a resumed walk reads the same fleet.
+    if not header.get("prometheus"):
+        return None
+    from wizard.probes.fleet import FleetQuery
+
+    return FleetQuery(
+        header["prometheus"], header.get("fleet_window") or "5m", header.get("fleet_job")
+    )
 
 
 EXIT_CODES = {"no_cause": 0, "cause_remains": 3, "nothing_measured": 4}

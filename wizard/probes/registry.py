@@ -8,6 +8,7 @@ from __future__ import annotations
 
 PROBES: dict[str, str] = {
     "endpoints": "wizard.probes.endpoints:probe",
+    "fleet": "wizard.probes.fleet:probe",
     "measure": "wizard.probes.measure_probe:probe",
     "metrics": "wizard.probes.metrics:probe",
     "validate": "wizard.probes.validate:probe",

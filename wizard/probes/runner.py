@@ -30,6 +30,10 @@ class ProbeContext:
     # The most streams the wizard's own client may open per round, once it has found itself the
     # bottleneck (LAT050) and lowered its own concurrency; None: the playbook's own numbers.
     client_concurrency: int | None = None
+    # ``run --prometheus``: which fleet to read (a fleet.FleetQuery), and the report read at the
+    # start of the run (the one that chose the target), which the walk's ``fleet`` probe records.
+    fleet_query: Any = None
+    fleet: dict[str, Any] | None = None
 
     def url_for(self, path: str) -> str:
         """The base URL of an access path ("direct" or "proxy")."""

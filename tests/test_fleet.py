@@ -1,0 +1,197 @@
+"""The fleet step through a real Prometheus scraping real simulators.
+
+One Prometheus (1 s scrapes) watches two jobs: ``faulty`` (one ``queue-saturation`` replica among
+two healthy ones) and ``healthy`` (the same two healthy replicas, scraped again under a job of
+their own: three simulators are all two cores carry without starving one of them). Every replica gets the same closed-loop
+load for a few seconds; then the wizard reads the window through Prometheus' HTTP API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import SimProcess, assert_walk_exit, start_sim, wizard_command
+from tests.prometheus_server import Prometheus, require_prometheus, start_prometheus
+
+LOAD_S = 6.0
+STREAMS_PER_REPLICA = 8  # twice the faulty replica's --max-num-seqs 4
+WINDOW = "1m"
+
+
+@dataclass
+class Fleet:
+    prometheus: Prometheus
+    faulty: SimProcess
+    healthy: list[SimProcess]  # both jobs' healthy replicas
+
+    @staticmethod
+    def instance(sim: SimProcess) -> str:
+        return sim.url.split("://", 1)[1]
+
+
+async def _drive(urls: list[str], duration_s: float) -> None:
+    """The same closed loop on every replica: STREAMS_PER_REPLICA requests in flight each."""
+    async with httpx.AsyncClient(timeout=30) as client:
+        models = {
+            url: (await client.get(url + "/v1/models")).json()["data"][0]["id"] for url in urls
+        }
+        stop_at = time.monotonic() + duration_s
+
+        async def worker(url: str) -> None:
+            body = {
+                "model": models[url],
+                "prompt": "word " * 100,
+                "max_tokens": 32,
+                "ignore_eos": True,
+            }
+            for _ in range(200):  # bounded in count as well as in time
+                if time.monotonic() >= stop_at:
+                    return
+                (await client.post(url + "/v1/completions", json=body)).raise_for_status()
+
+        await asyncio.gather(*(worker(url) for url in urls for _ in range(STREAMS_PER_REPLICA)))
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    require_prometheus()
+    workdir = tmp_path_factory.mktemp("fleet")
+    sims: list[SimProcess] = []
+    prometheus = None
+    try:
+        sims.append(start_sim(workdir, "--scenario", "queue-saturation"))
+        sims.extend(start_sim(workdir) for _ in range(2))
+        jobs = {"faulty": [Fleet.instance(s) for s in sims],
+                "healthy": [Fleet.instance(s) for s in sims[1:]]}  # fmt: skip
+        prometheus = start_prometheus(workdir / "prometheus", jobs)
+        prometheus.wait_scraped({Fleet.instance(s) for s in sims})
+        asyncio.run(_drive([s.url for s in sims], LOAD_S))
+        time.sleep(2.5)  # two more scrapes: the last requests' counters are in Prometheus
+        yield Fleet(prometheus, sims[0], sims[1:])
+    finally:
+        if prometheus is not None:
+            prometheus.stop()
+        for sim in sims:
+            sim.stop()
+
+
+def probe_fleet(fleet: Fleet, *args: str) -> tuple[int, dict[str, Any]]:
+    result = subprocess.run(
+        wizard_command("probe", "fleet", "--prometheus", fleet.prometheus.url, "--window", WINDOW,
+                       "--json", *args),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode in (0, 1), result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def test_the_faulty_replica_is_named_with_its_cause_and_url(fleet: Fleet) -> None:
+    code, report = probe_fleet(fleet, "--job", "faulty")
+    assert code == 1
+    assert report["replica_count"] == 3
+    assert report["differing"] == [Fleet.instance(fleet.faulty)]
+    look_at = report["look_at"]
+    assert look_at["instance"] == Fleet.instance(fleet.faulty)
+    assert look_at["url"] == fleet.faulty.url  # from Prometheus' targets
+    assert look_at["causes"] == ["queue_saturation"]
+    assert report["causes"] == ["queue_saturation"]
+    by_instance = {r["instance"]: r for r in report["replicas"]}
+    faulty = by_instance[Fleet.instance(fleet.faulty)]
+    assert faulty["queue_share_of_ttft"] >= 0.5
+    assert faulty["waiting_max"] >= 1
+    for sim in fleet.healthy:
+        healthy = by_instance[Fleet.instance(sim)]
+        assert healthy["differs"] == [] and healthy["causes"] == []
+        assert healthy["preemptions"] == 0
+        # The same closed loop: each replica served requests over the window.
+        assert healthy["requests"] > 0
+
+
+def test_percentiles_are_quoted_with_their_buckets(fleet: Fleet) -> None:
+    _, report = probe_fleet(fleet, "--job", "faulty")
+    for replica in report["replicas"]:
+        for family in ("ttft", "itl", "queue"):
+            p95 = replica[family]["p95"]
+            assert p95 is not None, (replica["instance"], family)
+            assert p95["text"].startswith(("p95 between ", "p95 above "))
+            # The bucket brackets the interpolated hint, and the bucket is one of vLLM's bounds.
+            assert p95["low_ms"] <= p95["interpolated_ms"]
+            assert p95["high_ms"] is None or p95["interpolated_ms"] <= p95["high_ms"]
+        assert replica["itl"]["observations"] > 0
+
+
+def test_a_healthy_fleet_gives_no_cause(fleet: Fleet) -> None:
+    code, report = probe_fleet(fleet, "--job", "healthy")
+    assert code == 0, [r["differs"] for r in report["replicas"]]
+    assert report["replica_count"] == 2
+    assert report["differing"] == [] and report["look_at"] is None and report["causes"] == []
+    assert {r["instance"] for r in report["replicas"]} == {Fleet.instance(s) for s in fleet.healthy}
+
+
+def test_without_a_job_every_replica_is_read(fleet: Fleet) -> None:
+    _, report = probe_fleet(fleet)
+    assert report["replica_count"] == 5  # three in one job, two in the other
+    assert report["look_at"]["instance"] == Fleet.instance(fleet.faulty)
+
+
+def run_walk(fleet: Fleet, job: str, path: Path) -> subprocess.CompletedProcess[str]:
+    """``run --auto --prometheus`` over one job, without --target."""
+    return subprocess.run(
+        wizard_command("run", "--auto", "--prometheus", fleet.prometheus.url, "--job", job,
+                       "--window", WINDOW, "--transcript", str(path)),
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+def test_run_walks_the_faulty_replica_and_names_it(fleet: Fleet, tmp_path: Path) -> None:
+    from wizard import transcript
+
+    path = tmp_path / "walk.ndjson"
+    end = assert_walk_exit(run_walk(fleet, "faulty", path), path)
+    loaded = transcript.load(path)
+    events, header = loaded.events, loaded.header
+    assert header["target"] == fleet.faulty.url
+    assert header["prometheus"] == fleet.prometheus.url
+    fleet_results = [
+        e for e in events if e["type"] == "probe_result" and e["data"]["probe"] == "fleet"
+    ]
+    recorded = fleet_results[0]["data"]["facts"]
+    assert recorded["look_at"]["instance"] == Fleet.instance(fleet.faulty)
+    findings = {e["data"]["code"]: e["data"] for e in events if e["type"] == "finding"}
+    assert "LAT070" in findings and Fleet.instance(fleet.faulty) in findings["LAT070"]["evidence"]
+    # The walk at that replica finds the queue on its own, by measuring it.
+    assert "LAT013" in findings
+    assert end["outcome"] == "cause_remains"
+
+
+def test_bad_prometheus_input_is_one_line(fleet: Fleet) -> None:
+    for args, code, needle in (
+        (["--prometheus", "ftp://x"], 2, "--prometheus must be an http(s) URL"),
+        (["--prometheus", fleet.prometheus.url, "--window", "5 minutes"], 2, "--window"),
+        (["--prometheus", fleet.faulty.url], 1, "not a Prometheus success"),
+    ):
+        result = subprocess.run(
+            wizard_command("probe", "fleet", *args), capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == code, result.stderr
+        assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_run_over_a_healthy_fleet_without_target_says_to_pass_one(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    path = tmp_path / "walk.ndjson"
+    result = run_walk(fleet, "healthy", path)
+    assert result.returncode == 2, result.stderr
+    assert "no replica differs" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not path.exists()  # nothing written before the walk could start
