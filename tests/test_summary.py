@@ -177,6 +177,12 @@ def test_the_summary_speaks_chinese() -> None:
         "## 审计",
     ):
         assert heading in md
+    page = export(NGINX, "html", "--lang", "zh")
+    assert (
+        "<html lang='zh'>" in page
+        and "<strong>根因</strong>" in page
+        and "基线（事件的首轮测量）" in page
+    )
     # The summary's own words (the walk's notes and evidence are recorded text, in English).
     ours = md[: md.index("## 诊断过程中的说明")] + md[md.index("## 时间线") :] + text
     english = {
