@@ -159,7 +159,7 @@ def test_stats_line_format_and_idle_suppression(sim_factory: SimFactory) -> None
     pattern = re.compile(
         r"\(APIServer pid=\d+\) INFO \S+ \S+ \[loggers\.py:\d+\] Engine 000: Avg prompt throughput: "
         r"\d+\.\d tokens/s, Avg generation throughput: \d+\.\d tokens/s, Running: \d+ reqs, "
-        r"Waiting: \d+ reqs, GPU KV cache usage: \d+\.\d%$"
+        r"Waiting: \d+ reqs, GPU KV cache usage: \d+\.\d%, Prefix cache hit rate: \d+\.\d%$"
     )
     assert all(pattern.match(line) for line in stats), stats
     # An idle server logs no stats line after the first idle interval.
@@ -201,7 +201,8 @@ def test_families_a_real_server_has(sim_factory: SimFactory) -> None:
     assert labels["http_request_duration_seconds"] == {"handler", "method", "le"}
     assert labels["http_request_duration_highr_seconds"] == {"le"}
     assert found["http_request_size_bytes"].type == "summary"
-    # Prefix cache and waiting reasons: queried tokens counted, no hits modelled.
+    # Prefix cache and waiting reasons: queried tokens counted; prompts shorter than a block
+    # have no full block to reuse.
     counts = {s.name: s.value for f in found.values() for s in f.samples}
     assert counts["vllm:prefix_cache_queries_total"] == counts["vllm:prompt_tokens_total"] == 8
     assert counts["vllm:prefix_cache_hits_total"] == 0

@@ -214,3 +214,78 @@ def test_cpu_device_refusals_and_where_they_happen() -> None:
     assert str(refused.value).startswith(
         "max_num_batched_tokens (512) is smaller than max_model_len (2048)."
     )
+
+
+# -- prefix caching ---------------------------------------------------------------------------
+
+
+def cached(blocks: int = 1000, budget: int = 4096, block_size: int = 16) -> Scheduler:
+    return Scheduler(max_num_batched_tokens=budget, max_num_seqs=8, num_gpu_blocks=blocks,
+                     block_size=block_size, enable_chunked_prefill=True,
+                     enable_prefix_caching=True)  # fmt: skip
+
+
+def prompt(shared: int, own: str, own_tokens: int) -> tuple[str, ...]:
+    """A prompt of ``shared`` common words, then ``own_tokens`` words of its own."""
+    return ("system",) * shared + (own,) * own_tokens
+
+
+def admit(scheduler: Scheduler, request: SimRequest) -> tuple[int, int]:
+    """Run ``request`` to its end; (prefill tokens of its first step, cached tokens it reused)."""
+    scheduler.add(request)
+    plan = scheduler.schedule()
+    (_, _, hit), *_ = plan.admitted
+    first = plan.prefill_tokens
+    scheduler.complete(plan)
+    run_to_end(scheduler)
+    return first, hit
+
+
+def test_a_repeated_prefix_is_reused_in_whole_blocks() -> None:
+    scheduler = cached()
+    words = prompt(200, "a", 40)
+    assert admit(scheduler, SimRequest("a", 240, 2, prompt=words)) == (240, 0)
+    # The 200 shared words fill 12 whole blocks (192 tokens): only the rest is prefilled.
+    other = prompt(200, "b", 40)
+    assert admit(scheduler, SimRequest("b", 240, 2, prompt=other)) == (48, 192)
+    # The same prompt again reuses all but its last block (a token must be computed for logits).
+    assert admit(scheduler, SimRequest("c", 240, 2, prompt=words)) == (16, 224)
+    assert scheduler.free_blocks == 1000  # cached blocks are free (reusable) once unused
+
+
+def test_a_prefix_that_differs_at_the_start_is_not_reused() -> None:
+    scheduler = cached()
+    admit(scheduler, SimRequest("a", 240, 2, prompt=("x",) + prompt(239, "a", 0)))
+    # Blocks are hashed chained from the start: one different first token changes them all.
+    assert admit(scheduler, SimRequest("b", 240, 2, prompt=("y",) + prompt(239, "a", 0))) == (240, 0)
+
+
+def test_without_prefix_caching_nothing_is_looked_up() -> None:
+    scheduler = make(budget=4096)
+    words = prompt(200, "a", 40)
+    for name in "ab":
+        scheduler.add(SimRequest(name, 240, 2, prompt=words))
+        plan = scheduler.schedule()
+        assert plan.prefill_tokens == 240 and plan.admitted == []
+        scheduler.complete(plan)
+        run_to_end(scheduler)
+
+
+def test_cached_blocks_are_shared_while_used_and_evicted_oldest_first() -> None:
+    scheduler = cached(blocks=40)
+    words = prompt(320, "a", 0)  # 20 blocks
+    first = SimRequest("a", 320, 50, prompt=words)
+    scheduler.add(first)
+    scheduler.complete(scheduler.schedule())
+    second = SimRequest("b", 320, 50, prompt=words)
+    scheduler.add(second)
+    scheduler.complete(scheduler.schedule())
+    # The first 19 blocks are held by both yet counted once: a's 20 and the block of its first
+    # decoded token, and b's own recomputed last block.
+    assert scheduler.free_blocks == 40 - 22
+    run_to_end(scheduler)
+    assert scheduler.free_blocks == 40
+    # A different prompt needs 40 blocks: every cached block is evicted for it, so the old
+    # prompt is computed in full afterwards.
+    assert admit(scheduler, SimRequest("c", 640, 1, prompt=prompt(0, "c", 640)))[1] == 0
+    assert admit(scheduler, SimRequest("d", 320, 1, prompt=words)) == (320, 0)

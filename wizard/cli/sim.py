@@ -105,6 +105,12 @@ def register(subparsers: Any) -> None:
         help="chunked prefill (default on)",
     )
     engine.add_argument(
+        "--enable-prefix-caching",
+        dest="enable_prefix_caching",
+        action=argparse.BooleanOptionalAction,
+        help="reuse the KV blocks of a prompt's cached prefix (default on, as vLLM V1)",
+    )
+    engine.add_argument(
         "--enforce-eager",
         dest="enforce_eager",
         action="store_const",
@@ -141,8 +147,8 @@ def register(subparsers: Any) -> None:
 
 ENGINE_DESTS = (
     *(dest for _, dest, _, _ in VALUE_FLAGS),
-    "enable_chunked_prefill", "enforce_eager", "chat_template", "interconnect",
-    "x_accel_buffering_no", "metrics_generation", "disable_log_stats", "model",
+    "enable_chunked_prefill", "enable_prefix_caching", "enforce_eager", "chat_template",
+    "interconnect", "x_accel_buffering_no", "metrics_generation", "disable_log_stats", "model",
     "served_model_name", "load_format", "device",
 )  # fmt: skip
 
@@ -159,7 +165,8 @@ VLLM_ARG_ORDER = (
     "host", "port", "api_key", "model", "max_model_len", "enforce_eager", "served_model_name",
     "load_format", "tensor_parallel_size", "pipeline_parallel_size", "block_size",
     "gpu_memory_utilization", "num_gpu_blocks_override", "kv_cache_tokens",
-    "max_num_batched_tokens", "max_num_seqs", "enable_chunked_prefill", "disable_log_stats",
+    "enable_prefix_caching", "max_num_batched_tokens", "max_num_seqs", "enable_chunked_prefill",
+    "disable_log_stats",
     "sse_keep_alive_interval",
 )  # fmt: skip
 

@@ -110,6 +110,7 @@ class SimConfig:
     kv_cache_tokens: int | None = None
     block_size: int | None = None
     enable_chunked_prefill: bool = True
+    enable_prefix_caching: bool = True  # vLLM V1's default for a decoder-only LLM
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     enforce_eager: bool = False

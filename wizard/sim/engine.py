@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -22,6 +22,9 @@ from wizard.sim.vllm_log import VllmLog
 
 TRACE_CAPACITY = 20_000
 NS = 1_000_000_000
+# The stats line's prefix cache hit rate is over the most recent requests (vLLM's
+# CachingMetrics(max_recent_requests=1000)).
+HIT_RATE_REQUESTS = 1000
 
 
 @dataclass(eq=False)
@@ -104,6 +107,7 @@ class Engine:
             num_gpu_blocks=resolved.usable_blocks or resolved.num_gpu_blocks,
             block_size=resolved.block_size,
             enable_chunked_prefill=config.enable_chunked_prefill,
+            enable_prefix_caching=config.enable_prefix_caching,
         )
         self.ready = False
         self.on_ready: Callable[[], None] | None = None
@@ -114,7 +118,8 @@ class Engine:
         self._interval_prompt = 0
         self._interval_generated = 0
         self._interval_preemptions = 0
-        self._prefix_queried = 0
+        # (queried, cached) tokens of the most recent lookups, for the stats line's hit rate.
+        self._prefix_lookups: deque[tuple[int, int]] = deque(maxlen=HIT_RATE_REQUESTS)
         self._tasks: list[asyncio.Task[None]] = []
 
     # -- life cycle ------------------------------------------------------------------------
@@ -240,9 +245,9 @@ class Engine:
         self._interval_prompt += plan.prefill_tokens
         self._interval_generated += len(outputs)
         self._interval_preemptions += len(plan.preempted)
-        for _, queried in plan.admitted:  # no prefix-cache hits are modelled
-            self.metrics.observe_prefix_query(queried)
-            self._prefix_queried += queried
+        for _, queried, cached in plan.admitted:
+            self.metrics.observe_prefix_query(queried, cached)
+            self._prefix_lookups.append((queried, cached))
         for output in outputs:
             stream = self._streams.get(output.request.request_id)
             if stream is None:
@@ -281,6 +286,11 @@ class Engine:
         scheduler = self.scheduler
         self.metrics.set_state(len(scheduler.running), len(scheduler.waiting), scheduler.kv_usage)
 
+    def _prefix_hit_rate(self) -> float | None:
+        """Cached over queried tokens of the recent lookups; None before any (or caching off)."""
+        queried = sum(q for q, _ in self._prefix_lookups)
+        return sum(c for _, c in self._prefix_lookups) / queried if queried else None
+
     async def _log_stats(self) -> None:
         interval = self.config.log_stats_interval_s
         was_idle = True
@@ -294,7 +304,7 @@ class Engine:
                 self.log.stats(
                     prompt_tps, generation_tps, len(scheduler.running), len(scheduler.waiting),
                     self._interval_preemptions, scheduler.kv_usage,
-                    0.0 if self._prefix_queried else None,
+                    self._prefix_hit_rate(),
                 )  # fmt: skip
             was_idle = idle
             self._interval_prompt = self._interval_generated = self._interval_preemptions = 0

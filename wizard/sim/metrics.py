@@ -155,6 +155,7 @@ class SimMetrics:
         self.prefix_queries: Counter | None = None
         self.prefix_hits: Counter | None = None
         self.prompt_by_source: Counter | None = None
+        self.prompt_cached: Counter | None = None
         if v1:
             self.waiting_by_reason = gauge(
                 "vllm:num_requests_waiting_by_reason",
@@ -203,9 +204,10 @@ class SimMetrics:
             )
             for source in ("local_compute", "local_cache_hit", "external_kv_transfer"):
                 self.prompt_by_source.labels(**labels, source=source)
-            counter(
+            self.prompt_cached = counter(
                 "vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external)."
-            ).labels(**labels)
+            )
+            self.prompt_cached.labels(**labels)
         self.generation_tokens = counter(
             "vllm:generation_tokens", "Number of generation tokens processed."
         )
@@ -369,11 +371,22 @@ class SimMetrics:
         if generated:
             self.generation_tokens.labels(**self._labels).inc(generated)
 
-    def observe_prefix_query(self, queried_tokens: int, hit_tokens: int = 0) -> None:
-        """A request admitted from the queue looked its tokens up in the prefix cache."""
+    def observe_prefix_query(self, queried_tokens: int, hit_tokens: int) -> None:
+        """A request admitted from the queue looked its tokens up in the prefix cache.
+
+        The cached tokens are prompt tokens too: vLLM's ``prompt_tokens`` counts every prompt
+        token, computed or found in the cache.
+        """
+        labels = self._labels
         if self.prefix_queries is not None and self.prefix_hits is not None:
-            self.prefix_queries.labels(**self._labels).inc(queried_tokens)
-            self.prefix_hits.labels(**self._labels).inc(hit_tokens)
+            self.prefix_queries.labels(**labels).inc(queried_tokens)
+            self.prefix_hits.labels(**labels).inc(hit_tokens)
+        if not hit_tokens:
+            return
+        self.prompt_tokens.labels(**labels).inc(hit_tokens)
+        if self.prompt_by_source is not None and self.prompt_cached is not None:
+            self.prompt_by_source.labels(**labels, source="local_cache_hit").inc(hit_tokens)
+            self.prompt_cached.labels(**labels).inc(hit_tokens)
 
     def observe_first_token(self, ttft_s: float) -> None:
         """Record a request's TTFT, measured from arrival (so it includes the queue)."""

@@ -91,6 +91,8 @@ class ParsedRequest:
     chat: bool
     model: str
     prompt_tokens: int
+    # The prompt's tokens as the simulator's tokenizer sees them (the prefix cache hashes them).
+    prompt: tuple[str, ...]
     max_tokens: int
     finish_reason: str
     stream: bool
@@ -158,7 +160,7 @@ def parse_generation(
     if options is not None and not stream:
         raise vllm_error("Stream options can only be defined when `stream=True`.", "stream_options")
     if not chat:
-        prompt_tokens, seed, exact = _completion_prompt(body)
+        prompt, seed, exact = _completion_prompt(body)
     if model is not None and model != served_model:
         raise ApiError(
             404,
@@ -178,13 +180,14 @@ def parse_generation(
     if chat:
         if not chat_template:
             raise ApiError(400, NO_CHAT_TEMPLATE)
-        prompt_tokens, seed, exact = _chat_prompt(body["messages"])
+        prompt, seed, exact = _chat_prompt(body["messages"])
     else:
         if body.get("suffix") is not None:
             raise ApiError(
                 400, "suffix is only supported for models with FIM completion rendering",
                 param="suffix",
             )  # fmt: skip
+    prompt_tokens = len(prompt)
     if prompt_tokens > max_model_len:
         # The tokenizer truncates a text prompt to max_model_len + 1 tokens: "at least" that many.
         count = prompt_tokens if exact else max_model_len + 1
@@ -208,7 +211,8 @@ def parse_generation(
     else:
         max_tokens, finish_reason = natural, "stop"
     return ParsedRequest(
-        chat=chat, model=served_model, prompt_tokens=prompt_tokens, max_tokens=max_tokens,
+        chat=chat, model=served_model, prompt_tokens=prompt_tokens, prompt=prompt,
+        max_tokens=max_tokens,
         finish_reason=finish_reason, stream=stream, include_usage=include_usage,
         continuous_usage=continuous, ignored_fields=ignored,
     )  # fmt: skip
@@ -268,18 +272,18 @@ def _lax(body: dict[str, Any], name: str, kind: type, default: Any, where: str =
     return value
 
 
-def _completion_prompt(body: dict[str, Any]) -> tuple[int, str, bool]:
+def _completion_prompt(body: dict[str, Any]) -> tuple[tuple[str, ...], str, bool]:
     """(prompt tokens, seed text, whether the count is exact rather than a tokenizer's)."""
     prompt = body.get("prompt")
     empty = "Either prompt or prompt_embeds must be provided and non-empty."
     if isinstance(prompt, str):
-        tokens, seed, exact = text.count_text_tokens(prompt), prompt, False
+        tokens, seed, exact = text.text_tokens(prompt), prompt, False
     elif (
         isinstance(prompt, list)
         and prompt
         and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt)
     ):
-        tokens, seed, exact = len(prompt), str(prompt[:64]), True
+        tokens, seed, exact = tuple(str(t) for t in prompt), str(prompt[:64]), True
     elif prompt is None or prompt == []:
         raise vllm_error(empty, "prompt")
     else:
@@ -288,13 +292,13 @@ def _completion_prompt(body: dict[str, Any]) -> tuple[int, str, bool]:
             "The simulator accepts one prompt: a string or a list of token ids.",
             param="prompt",
         )
-    if tokens == 0:
+    if not tokens:
         raise vllm_error(empty, "prompt")
     return tokens, seed, exact
 
 
-def _chat_prompt(messages: list[Any]) -> tuple[int, str, bool]:
-    contents: list[str] = []
+def _chat_prompt(messages: list[Any]) -> tuple[tuple[str, ...], str, bool]:
+    contents: list[tuple[str, str]] = []
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise validation_error(
@@ -308,8 +312,8 @@ def _chat_prompt(messages: list[Any]) -> tuple[int, str, bool]:
                 "string_type", f"body.messages.{index}.content", "Input should be a valid string",
                 content,
             )  # fmt: skip
-        contents.append(content)
-    return text.count_chat_tokens(contents), "\n".join(contents), False
+        contents.append((message["role"], content))
+    return text.chat_tokens(contents), "\n".join(c for _, c in contents), False
 
 
 # -- response shapes (field order as a real vLLM 0.32 writes them) ------------------------------

@@ -103,7 +103,8 @@ def cache_info(config: SimConfig, resolved: Resolved) -> dict[str, str]:
     return cache_config_labels(
         block_size=resolved.block_size, user_block_size=config.block_size is not None,
         num_gpu_blocks=resolved.num_gpu_blocks, override=config.num_gpu_blocks,
-        gpu_memory_utilization=str(utilization), enable_prefix_caching=cpu,
+        gpu_memory_utilization=str(utilization),
+        enable_prefix_caching=config.enable_prefix_caching,
         kv_cache_memory_bytes=resolved.kv_cache_memory_bytes,
         kv_cache_size_tokens=resolved.kv_cache_tokens,
         kv_cache_max_concurrency=resolved.kv_cache_tokens / config.max_model_len,

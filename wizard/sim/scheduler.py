@@ -6,7 +6,9 @@ token budget left over, at most ``max_num_seqs`` running; prompts are chunked to
 budget when chunked prefill is on; the KV cache is ``num_gpu_blocks`` blocks of ``block_size``
 tokens; a new request is admitted only when its whole prompt fits (``scheduler_reserve_full_isl``);
 when a running request needs a block and none is free, the newest running request is preempted in
-RECOMPUTE mode (its blocks freed, its progress reset, back to the front of the queue).
+RECOMPUTE mode (its blocks freed, its progress reset, back to the front of the queue). With prefix
+caching on (vLLM V1's default), an admitted request first reuses the cached full blocks its prompt
+begins with and prefills only the rest (``wizard/sim/prefix_cache.py``).
 
 No clocks and no I/O here: the engine loop supplies time and delivers tokens.
 """
@@ -16,6 +18,8 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+
+from wizard.sim.prefix_cache import PrefixCache, block_hashes
 
 
 @dataclass(eq=False)
@@ -30,6 +34,11 @@ class SimRequest:
     num_blocks: int = 0
     num_preemptions: int = 0
     finished: bool = False
+    # The prompt's tokens (the simulator's words), which the prefix cache hashes; empty: uncached.
+    prompt: tuple[str, ...] = ()
+    block_hashes: list[int] | None = None
+    # The leading blocks this request holds through the prefix cache (shared, counted once).
+    cached_blocks: list[int] = field(default_factory=list)
 
     @property
     def num_tokens(self) -> int:
@@ -45,9 +54,10 @@ class StepPlan:
     prefill_tokens: int = 0
     decode_seqs: int = 0
     preempted: list[SimRequest] = field(default_factory=list)
-    # Requests taken from the waiting queue in this step, with the tokens they look up in the
-    # prefix cache (the prompt, plus what they had generated before a preemption).
-    admitted: list[tuple[SimRequest, int]] = field(default_factory=list)
+    # Requests taken from the waiting queue in this step, with the tokens they looked up in the
+    # prefix cache (the prompt, plus what they had generated before a preemption) and the tokens
+    # it had cached; empty with prefix caching off (vLLM then looks nothing up).
+    admitted: list[tuple[SimRequest, int, int]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -80,6 +90,7 @@ class Scheduler:
         num_gpu_blocks: int,
         block_size: int,
         enable_chunked_prefill: bool,
+        enable_prefix_caching: bool = False,
     ) -> None:
         self.max_num_batched_tokens = max_num_batched_tokens
         self.max_num_seqs = max_num_seqs
@@ -90,6 +101,7 @@ class Scheduler:
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []
         self.preemptions_total = 0
+        self.prefix_cache = PrefixCache() if enable_prefix_caching else None
 
     # -- queue management -------------------------------------------------------------------
 
@@ -136,13 +148,20 @@ class Scheduler:
             return plan
         while self.waiting and len(self.running) < self.max_num_seqs and budget > 0:
             request = self.waiting[0]
-            remaining = request.num_tokens - request.num_computed
+            hit = self._cache_hit(request)
+            remaining = request.num_tokens - len(hit) * self.block_size
             if not self.enable_chunked_prefill and remaining > budget:
                 break
             new_tokens = min(remaining, budget)
-            if self._blocks_needed(request, remaining) > self.free_blocks:
-                break  # the whole prompt must fit before the request is admitted
-            plan.admitted.append((request, request.num_tokens))
+            # The whole prompt must fit before the request is admitted; a cached block it reuses
+            # while free stops being free.
+            reused_free = sum(1 for block in hit if self._is_free_cached(block))
+            needed = math.ceil(request.num_tokens / self.block_size) - len(hit)
+            if needed > self.free_blocks - reused_free:
+                break
+            if self.prefix_cache is not None:
+                plan.admitted.append((request, request.num_tokens, len(hit) * self.block_size))
+                self._reuse(request, hit)
             self._take_blocks(request, new_tokens)
             self.waiting.popleft()
             self.running.append(request)
@@ -157,6 +176,7 @@ class Scheduler:
             if request.finished:
                 continue  # aborted while the step ran
             request.num_computed += new_tokens
+            self._cache_computed_blocks(request)
             if request.num_computed < request.num_tokens:
                 continue  # a prefill chunk; the prompt is not complete yet
             request.num_output += 1
@@ -184,8 +204,51 @@ class Scheduler:
 
     def _take_blocks(self, request: SimRequest, new_tokens: int) -> None:
         needed = self._blocks_needed(request, new_tokens)
+        if self.prefix_cache is not None:
+            # Free blocks without a cached prefix go first; then the oldest cached ones are evicted.
+            blank = self.free_blocks - self.prefix_cache.evictable
+            self.prefix_cache.evict(needed - blank)
         self.free_blocks -= needed
         request.num_blocks += needed
+
+    # -- prefix cache -------------------------------------------------------------------------
+
+    def _hashes(self, request: SimRequest) -> list[int]:
+        if request.block_hashes is None:
+            request.block_hashes = block_hashes(request.prompt, self.block_size)
+        return request.block_hashes
+
+    def _cache_hit(self, request: SimRequest) -> list[int]:
+        """The cached blocks a waiting request can start from (none with caching off)."""
+        if self.prefix_cache is None:
+            return []
+        # At least one token is computed, for its logits: a fully cached prompt recomputes its
+        # last block (vLLM caps the hit at num_tokens - 1, in whole blocks).
+        most = (request.num_tokens - 1) // self.block_size
+        return self.prefix_cache.longest_hit(self._hashes(request), most)
+
+    def _is_free_cached(self, block: int) -> bool:
+        return self.prefix_cache is not None and self.prefix_cache.is_free(block)
+
+    def _reuse(self, request: SimRequest, hit: list[int]) -> None:
+        assert self.prefix_cache is not None
+        for block in hit:
+            if self.prefix_cache.acquire(block):
+                self.free_blocks -= 1
+        request.cached_blocks = list(hit)
+        request.num_blocks = len(hit)
+        request.num_computed = len(hit) * self.block_size
+
+    def _cache_computed_blocks(self, request: SimRequest) -> None:
+        """Every prompt block the step completed joins the cache, in order from the start."""
+        if self.prefix_cache is None:
+            return
+        hashes = self._hashes(request)
+        full = min(request.num_computed // self.block_size, len(hashes))
+        for index in range(len(request.cached_blocks), full):
+            if not self.prefix_cache.register(hashes[index]):
+                return
+            request.cached_blocks.append(hashes[index])
 
     def _allocate_or_preempt(self, request: SimRequest, new_tokens: int, plan: StepPlan) -> bool:
         """Find blocks for a running request, preempting the newest running ones if needed."""
@@ -208,5 +271,10 @@ class Scheduler:
         plan.preempted.append(victim)
 
     def _free(self, request: SimRequest) -> None:
-        self.free_blocks += request.num_blocks
+        own = request.num_blocks - len(request.cached_blocks)
+        released = 0
+        if self.prefix_cache is not None:
+            released = sum(1 for block in request.cached_blocks if self.prefix_cache.release(block))
+        self.free_blocks += own + released
         request.num_blocks = 0
+        request.cached_blocks = []

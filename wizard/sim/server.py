@@ -260,7 +260,9 @@ class SimServer:
             return JSONResponse(error.body(), status_code=error.status)
         prefix = "chatcmpl" if chat else "cmpl"
         request_id = f"{prefix}-{secrets.token_hex(8)}"
-        sim_request = SimRequest(request_id, parsed.prompt_tokens, parsed.max_tokens)
+        sim_request = SimRequest(
+            request_id, parsed.prompt_tokens, parsed.max_tokens, prompt=parsed.prompt
+        )
         stream = self.engine.submit(sim_request, parsed.finish_reason, parsed.max_tokens)
         if parsed.stream:
             headers = {"X-Accel-Buffering": "no"} if self.engine.config.x_accel_buffering_no else {}

@@ -19,20 +19,23 @@ _VOCABULARY = (
 )  # fmt: skip
 
 
-def count_text_tokens(text: str) -> int:
-    """Number of tokens in ``text`` under the simulator's tokenizer."""
-    return len(text.split())
+def text_tokens(text: str) -> tuple[str, ...]:
+    """The tokens of ``text`` under the simulator's tokenizer (its words)."""
+    return tuple(text.split())
 
 
-def count_chat_tokens(contents: list[str]) -> int:
-    """Prompt tokens of a chat request whose messages have these contents."""
-    words = sum(count_text_tokens(content) for content in contents)
-    return (
-        CHAT_BOS_TOKENS
-        + CHAT_TOKENS_PER_MESSAGE * len(contents)
-        + words
-        + CHAT_GENERATION_PROMPT_TOKENS
-    )
+def chat_tokens(messages: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The prompt tokens of a chat request's ``(role, content)`` messages, template included.
+
+    The template's own tokens name the role, so the same words from another role are another
+    prompt (and another prefix in the prefix cache).
+    """
+    tokens: list[str] = ["<|begin_of_text|>"] * CHAT_BOS_TOKENS
+    for role, content in messages:
+        tokens += [f"<|{role}|>"] * CHAT_TOKENS_PER_MESSAGE
+        tokens += text_tokens(content)
+    tokens += ["<|assistant|>"] * CHAT_GENERATION_PROMPT_TOKENS
+    return tuple(tokens)
 
 
 def token_text(index: int) -> str:

@@ -177,7 +177,8 @@ class VllmLog:
                 "decode_context_parallel_size=1, dcp_comm_backend=ag_rs, "
                 "disable_custom_all_reduce=True, quantization=None, quantization_config=None, "
                 f"enforce_eager={config.enforce_eager}, kv_cache_dtype=auto, device_config=cpu, "
-                f"seed=0, served_model_name={config.served_name}, enable_prefix_caching=True, "
+                f"seed=0, served_model_name={config.served_name}, "
+                f"enable_prefix_caching={config.enable_prefix_caching}, "
                 f"enable_chunked_prefill={config.enable_chunked_prefill}, pooler_config=None",
             )  # fmt: skip
             return
@@ -186,7 +187,8 @@ class VllmLog:
             f"Initializing a V1 LLM engine (v{VLLM_VERSION}) with config: model='{config.model}', "
             f"max_seq_len={config.max_model_len}, tensor_parallel_size={config.tensor_parallel_size}, "
             f"pipeline_parallel_size={config.pipeline_parallel_size}, "
-            f"enforce_eager={config.enforce_eager}, enable_prefix_caching=False, "
+            f"enforce_eager={config.enforce_eager}, "
+            f"enable_prefix_caching={config.enable_prefix_caching}, "
             f"enable_chunked_prefill={config.enable_chunked_prefill}",
         )  # fmt: skip
 
@@ -300,8 +302,8 @@ class VllmLog:
         """The periodic ``Engine 000:`` line.
 
         0.34 (GPU) adds ``Preemptions: N`` when there were some; 0.32 (CPU) never does (it resets
-        the count before logging) and adds ``Prefix cache hit rate`` once prefix caching has seen
-        a query.
+        the count before logging). Both add ``Prefix cache hit rate`` once prefix caching has seen
+        a query (never with caching off: vLLM then looks nothing up).
         """
         parts = [
             f"Avg prompt throughput: {prompt_tps:.1f} tokens/s",
@@ -318,6 +320,8 @@ class VllmLog:
         if preemptions:
             parts.append(f"Preemptions: {preemptions}")
         parts.append(f"GPU KV cache usage: {kv_usage * 100:.1f}%")
+        if prefix_hit_rate is not None:
+            parts.append(f"Prefix cache hit rate: {prefix_hit_rate * 100:.1f}%")
         self.line("APIServer", "INFO", "loggers.py:270", "Engine 000: " + ", ".join(parts))
 
     def ignored_fields(self, fields: list[str]) -> None:
