@@ -255,9 +255,9 @@ def test_a_repeated_prefix_is_reused_in_whole_blocks() -> None:
 
 def test_a_prefix_that_differs_at_the_start_is_not_reused() -> None:
     scheduler = cached()
-    admit(scheduler, SimRequest("a", 240, 2, prompt=("x",) + prompt(239, "a", 0)))
+    admit(scheduler, SimRequest("a", 240, 2, prompt=("x", *prompt(239, "a", 0))))
     # Blocks are hashed chained from the start: one different first token changes them all.
-    assert admit(scheduler, SimRequest("b", 240, 2, prompt=("y",) + prompt(239, "a", 0))) == (240, 0)
+    assert admit(scheduler, SimRequest("b", 240, 2, prompt=("y", *prompt(239, "a", 0)))) == (240, 0)
 
 
 def test_without_prefix_caching_nothing_is_looked_up() -> None:

@@ -40,6 +40,9 @@ ROWS = [
     # ... and a queue on top of it is still found and fixed, the layout still reported.
     ("tp-over-pcie+max_num_seqs=4", False, (), {"tp_without_nvlink", "queue_saturation"},
      {"tp_without_nvlink"}),
+    # Prefix caching off: found from the server's own cache_config_info and counters, turned on
+    # by the demo, and the shared-prefix round then served from the cache.
+    ("prefix-caching-off", False, (), {"prefix_cache_off"}, set()),
     # Without the topology nothing shows the interconnect: the walk must not invent a cause.
     ("tp-over-pcie", False, ("host",), set(), set()),
 ]  # fmt: skip

@@ -421,13 +421,29 @@ def lower_client_concurrency(
     }  # fmt: skip
 
 
+def prefix_caching_on(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT016: prefix caching on, when the server's own cache_config_info says it is off."""
+    source = "prefix.server.enable_prefix_caching"
+    if _fact(facts, source) is not False:
+        return _unknown(template, "whether prefix caching is on",
+                        "read enable_prefix_caching in vllm:cache_config_info (/metrics)")  # fmt: skip
+    return {
+        "layer": "vllm", "parameter": "enable_prefix_caching", "before": False,
+        "before_from": source, "after": True, "apply": "--enable-prefix-caching",
+        "basis": "vllm:cache_config_info says enable_prefix_caching=False (drop "
+                 "--no-enable-prefix-caching; vLLM V1 enables it by default)",
+    }  # fmt: skip
+
+
 COMPUTERS: dict[str, Computer] = {
     "kv_room": kv_room, "fewer_seqs": fewer_seqs, "more_seqs": more_seqs,
     "smaller_budget": smaller_budget, "larger_budget": larger_budget,
     "budget_to_model_len": budget_to_model_len, "model_len_that_fits": model_len_that_fits,
     "read_timeout": read_timeout, "buffering_off": buffering_off,
     "gzip_without_event_stream": gzip_without_event_stream,
-    "lower_client_concurrency": lower_client_concurrency,
+    "lower_client_concurrency": lower_client_concurrency, "prefix_caching_on": prefix_caching_on,
 }  # fmt: skip
 
 

@@ -13,7 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 # What a round's /metrics says of the engine (measure probe's `server` facts).
-METRIC_KEYS = ("num_gpu_blocks", "num_gpu_blocks_override", "block_size", "gpu_memory_utilization")
+METRIC_KEYS = (
+    "num_gpu_blocks",
+    "num_gpu_blocks_override",
+    "block_size",
+    "gpu_memory_utilization",
+    "enable_prefix_caching",
+)
 # What a new run's log says (vllm-log probe's facts of the last run).
 LOG_KEYS = (
     "max_num_seqs", "max_num_batched_tokens", "max_model_len", "gpu_memory_utilization",

@@ -31,6 +31,8 @@ SIM_FLAGS = {
     "max_num_seqs": "--max-num-seqs",
     "max_model_len": "--max-model-len",
 }
+# Switches: "True" gives --NAME, "False" --no-NAME.
+SIM_SWITCHES = {"enable_prefix_caching": "enable-prefix-caching"}
 NGINX_DEFAULTS = {"proxy_buffering": "on", "proxy_read_timeout": "60s", "gzip_types": "text/html"}
 # The upstream framing under which nginx's default buffering batches a stream (see above).
 SIM_HTTP = "h11"
@@ -96,7 +98,10 @@ class DemoStack:
                    "--scenario", self.scenario, "--log-file", str(self.sim_log),
                    "--host-evidence", str(self.host_evidence), "--http", SIM_HTTP]  # fmt: skip
         for name, value in self.sim_flags.items():
-            command += [SIM_FLAGS[name], value]
+            if name in SIM_SWITCHES:
+                command.append(("--" if value == "True" else "--no-") + SIM_SWITCHES[name])
+            else:
+                command += [SIM_FLAGS[name], value]
         self.sim = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
@@ -142,7 +147,8 @@ class DemoStack:
     def can_apply(self, change: dict[str, Any]) -> bool:
         """True for the simulator flags and nginx directives the demo knows how to change."""
         if change.get("layer") == "vllm":
-            return change.get("parameter") in SIM_FLAGS and change.get("after") is not None
+            known = change.get("parameter") in {**SIM_FLAGS, **SIM_SWITCHES}
+            return known and change.get("after") is not None
         if change.get("layer") == "nginx":
             return (
                 self.nginx is not None

@@ -12,7 +12,7 @@ CAUSES = frozenset({
     "cross_scenario_comparison", "client_saturated",
     # added after the first release (extend, never rename):
     "proxy_upstream_keepalive", "cuda_visible_devices", "server_not_started",
-    "engine_died", "server_unreachable", "validation_invalid",
+    "engine_died", "server_unreachable", "validation_invalid", "prefix_cache_off",
 })  # fmt: skip
 
 SEVERITIES = ("info", "warn", "fail")

@@ -3,11 +3,18 @@
 While the load runs, ``/metrics`` of the direct target is scraped a few times a second so that the
 facts carry what the server saw: the most requests waiting and running, the peak KV-cache usage,
 the preemptions during the round and the server-side TTFT (which excludes proxy and network).
+
+Every request's own words begin with a word of its own, so no request (and no later round) is
+served from the prefix cache another one filled: a round measures prefill as it is, and a repeat
+after a change is not faster for a reason that is not the change. A round with
+``shared_prefix_tokens`` gives its requests that many words in common first (a system prompt,
+its first word the round's own), which is what the prefix cache is for.
 """
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 from dataclasses import asdict
 from typing import Any
 
@@ -23,8 +30,10 @@ from wizard.probes.stream import RequestSpec
 WATCH_INTERVAL_S = 0.2
 DEFAULTS: dict[str, Any] = {
     "path": "direct", "endpoint": "completions", "input_tokens": 64, "max_tokens": 64,
-    "concurrency": 4, "requests": 16, "warmup": 2, "stagger_ms": 0,
+    "concurrency": 4, "requests": 16, "warmup": 2, "stagger_ms": 0, "shared_prefix_tokens": 0,
 }  # fmt: skip
+# The fewest words of its own a shared-prefix request keeps once its length is clamped.
+MIN_OWN_TOKENS = 64
 
 
 def flat_summary(summary: dict[str, Any]) -> dict[str, Any]:
@@ -49,11 +58,15 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         input_tokens = int(settings["input_tokens"])
         if ctx.max_model_len:  # a long-prompt round must still fit the server's context
             input_tokens = max(1, min(input_tokens, int(ctx.max_model_len) - max_tokens - 64))
+        shared = max(0, min(int(settings["shared_prefix_tokens"]), input_tokens - MIN_OWN_TOKENS))
         request = RequestSpec(
             model=model,
             endpoint=settings["endpoint"],
             input_tokens=input_tokens,
             max_tokens=max_tokens,
+            distinct=True,
+            shared_prefix_tokens=shared,
+            round_tag=secrets.token_hex(4) if shared else "",
         )
         watcher = _ServerWatch(client, ctx.target)
         before = await watcher.snapshot()
@@ -80,6 +93,7 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     measurement = result.measurement(spec)
     return {
         "path": settings["path"],
+        "shared_prefix_tokens": shared,
         "url": url,
         "model": model,
         "spec": asdict(spec),
@@ -128,6 +142,7 @@ class _ServerWatch:
 
         change = delta(before, after)
         server_ttft = change["server_ttft_mean_s"]
+        queried, hits = change["prefix_cache_queries"], change["prefix_cache_hits"]
         # The server's TTFT starts when the engine sees the request; the client's includes the
         # proxy, the network and the API server (facts §1.1). Both are means over the same requests.
         client_ttft = [s.ttft_ms for s in samples if s.ttft_ms is not None]
@@ -163,4 +178,9 @@ class _ServerWatch:
             "block_size": after.block_size,
             "num_gpu_blocks_override": after.num_gpu_blocks_override,
             "gpu_memory_utilization": after.gpu_memory_utilization,
+            "enable_prefix_caching": after.enable_prefix_caching,
+            # Prompt tokens of this round the server looked up in its prefix cache, and found.
+            "prefix_cache_queries": queried,
+            "prefix_cache_hits": hits,
+            "prefix_cache_hit_rate": hits / queried if queried and hits is not None else None,
         }

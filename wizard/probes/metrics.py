@@ -53,6 +53,9 @@ class MetricsSnapshot:
     waiting: float | None = None
     prompt_tokens_total: float | None = None
     generation_tokens_total: float | None = None
+    # Prompt tokens looked up in the prefix cache, and those found (0 lookups with caching off).
+    prefix_cache_queries_total: float | None = None
+    prefix_cache_hits_total: float | None = None
     ttft_s: dict[str, float] = field(default_factory=dict)
     itl_s: dict[str, float] = field(default_factory=dict)
     queue_s: dict[str, float] = field(default_factory=dict)
@@ -63,6 +66,7 @@ class MetricsSnapshot:
     # The engine's own word on its cache configuration (vllm:cache_config_info labels).
     num_gpu_blocks_override: int | None = None
     gpu_memory_utilization: float | None = None
+    enable_prefix_caching: bool | None = None
     itl_smallest_bucket_s: float | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -181,6 +185,9 @@ def parse(text: str) -> MetricsSnapshot:
                 snap.gpu_memory_utilization = parse_float(
                     sample.labels.get("gpu_memory_utilization")
                 )
+                snap.enable_prefix_caching = {"True": True, "False": False}.get(
+                    sample.labels.get("enable_prefix_caching", "")
+                )
     if not sums:
         snap.stats_disabled = True
         return snap
@@ -197,6 +204,8 @@ def parse(text: str) -> MetricsSnapshot:
     snap.waiting = sums.get("vllm:num_requests_waiting")
     snap.prompt_tokens_total = sums.get("vllm:prompt_tokens_total")
     snap.generation_tokens_total = sums.get("vllm:generation_tokens_total")
+    snap.prefix_cache_queries_total = sums.get("vllm:prefix_cache_queries_total")
+    snap.prefix_cache_hits_total = sums.get("vllm:prefix_cache_hits_total")
     snap.ttft_s = _mean(histograms.get("vllm:time_to_first_token_seconds"))
     snap.itl_s = next((_mean(histograms[n]) for n in ITL if n in histograms), {})
     snap.queue_s = _mean(histograms.get("vllm:request_queue_time_seconds"))
@@ -270,6 +279,10 @@ def delta(
         "preemptions_per_s": rate,
         "prompt_tokens": diff(before.prompt_tokens_total, after.prompt_tokens_total),
         "generation_tokens": counters[1],
+        "prefix_cache_queries": diff(
+            before.prefix_cache_queries_total, after.prefix_cache_queries_total
+        ),
+        "prefix_cache_hits": diff(before.prefix_cache_hits_total, after.prefix_cache_hits_total),
         "server_ttft_mean_s": window_mean("ttft_s"),
         "server_itl_mean_s": itl_mean,
         "server_queue_mean_s": window_mean("queue_s"),

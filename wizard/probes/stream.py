@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import secrets
 import time
 import weakref
 from collections.abc import Callable
@@ -57,10 +58,25 @@ class RequestSpec:
     temperature: float = 0.0
     prompt: str | None = None
     continuous_usage: bool = True  # vLLM-specific: usage on every chunk gives tokens per event
+    # Every request's own words begin with a word of its own (no prefix cache serves it).
+    distinct: bool = False
+    # Words every request of the round shares first (a system prompt), beginning with round_tag.
+    shared_prefix_tokens: int = 0
+    round_tag: str = ""
+
+    def synthetic_prompt(self) -> str:
+        """``input_tokens`` filler words, shaped by ``distinct`` and the shared prefix."""
+        words = ["word"] * self.input_tokens
+        if self.shared_prefix_tokens and self.round_tag:
+            words[0] = self.round_tag
+        own = min(self.shared_prefix_tokens, self.input_tokens - 1)
+        if self.distinct and own >= 0:
+            words[own] = secrets.token_hex(4)
+        return " ".join(words)
 
     def body(self) -> dict[str, Any]:
         """The JSON body of the request."""
-        prompt = self.prompt if self.prompt is not None else " ".join(["word"] * self.input_tokens)
+        prompt = self.prompt if self.prompt is not None else self.synthetic_prompt()
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,

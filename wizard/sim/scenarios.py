@@ -115,6 +115,15 @@ SCENARIOS: dict[str, Scenario] = {
             ("auth_failure",),
         ),
         Scenario(
+            "prefix-caching-off",
+            "--no-enable-prefix-caching: no request reuses the KV blocks of a prefix it shares.",
+            "Requests that share a long system prompt each prefill all of it: the shared-prefix "
+            "round's TTFT is far above the baseline, vllm:prefix_cache_hits_total stays 0 and "
+            "vllm:cache_config_info says enable_prefix_caching False. Fix: --enable-prefix-caching.",
+            ("prefix_cache_off",),
+            {"enable_prefix_caching": False},
+        ),
+        Scenario(
             "chunked-prefill-off-bad-budget",
             "--no-enable-chunked-prefill with --max-num-batched-tokens 2048 < --max-model-len 8192.",
             "The server refuses to start with vLLM's message 'max_num_batched_tokens (2048) is "
