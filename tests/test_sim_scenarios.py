@@ -32,7 +32,8 @@ def scalar(sim: SimProcess, name: str) -> float:
 
 def load(sim: SimProcess, *, concurrency: int, requests: int, input_tokens: int, max_tokens: int,
          model: str = MODEL) -> LoadResult:  # fmt: skip
-    spec = RequestSpec(model=model, input_tokens=input_tokens, max_tokens=max_tokens)
+    # Distinct prompts, as the walk's rounds send them: the prefix cache must not serve them.
+    spec = RequestSpec(model=model, input_tokens=input_tokens, max_tokens=max_tokens, distinct=True)
     result = asyncio.run(run_load(sim.url, spec, concurrency=concurrency, requests=requests))
     assert all(s.ok for s in result.samples), [s.error for s in result.samples if not s.ok]
     return result
@@ -93,7 +94,7 @@ def test_queue_saturation_grows_ttft_not_itl(sim_factory: SimFactory) -> None:
 
 async def _decode_while_long_prompts_arrive(url: str, long_prompt: int) -> list[StreamSample]:
     decode = RequestSpec(model=MODEL, input_tokens=16, max_tokens=120)
-    long = RequestSpec(model=MODEL, input_tokens=long_prompt, max_tokens=1)
+    long = RequestSpec(model=MODEL, input_tokens=long_prompt, max_tokens=1, distinct=True)
     async with httpx.AsyncClient(timeout=60) as client:
         streams = [asyncio.create_task(measure_stream(client, url, decode)) for _ in range(4)]
         await asyncio.sleep(0.3)
@@ -124,7 +125,7 @@ def test_large_batch_budget_stretches_inter_token_gaps(sim_factory: SimFactory) 
 
 def test_small_batch_budget_raises_ttft(sim_factory: SimFactory) -> None:
     async def ttft(url: str) -> float:
-        spec = RequestSpec(model=MODEL, input_tokens=4000, max_tokens=4)
+        spec = RequestSpec(model=MODEL, input_tokens=4000, max_tokens=4, distinct=True)
         async with httpx.AsyncClient(timeout=60) as client:
             samples = [await measure_stream(client, url, spec) for _ in range(3)]
         return median([s.ttft_ms for s in samples])
