@@ -30,16 +30,20 @@ from wizard.probes.endpoints import served_model
 from wizard.probes.load import run_load
 from wizard.probes.stream import RequestSpec
 
+LAGS_MS: list[float] = []  # the client's event-loop lag p90 of every round, in order
+
 
 async def one_round(url: str, model: str) -> dict[str, list[float]]:
     request = RequestSpec(model=model, input_tokens=64, max_tokens=64)
     result = await run_load(url, request, concurrency=4, requests=16, warmup=2)
     spec = MeasurementSpec(model, "completions", 64, 64, 4, url)
+    LAGS_MS.append(result.health.loop_lag_p90_ms)
     return result.measurement(spec).values
 
 
 async def trial(url: str, model: str) -> tuple[dict[str, str], int]:
     """The verdict per segment, and how many "after" rounds it took."""
+    LAGS_MS.clear()
     before = [await one_round(url, model) for _ in range(2)]
     bands = {s: band for s in COMPARED_SEGMENTS if (band := noise_band(before[0][s], before[1][s]))}
     after = [await one_round(url, model)]
@@ -71,7 +75,9 @@ def main() -> None:
         for number in range(args.trials):
             verdicts, rounds = asyncio.run(trial(url, model))
             counts.update(verdicts.values())
-            print(f"trial {number + 1} ({rounds} after-rounds): {verdicts}", flush=True)
+            lags = " ".join(f"{lag:.1f}" for lag in LAGS_MS)
+            print(f"trial {number + 1} ({rounds} after-rounds): {verdicts}; client lag p90 ms "
+                  f"per round: {lags}", flush=True)  # fmt: skip
     total = sum(counts.values())
     honest = counts["within noise"] + counts["inconclusive"]
     print(
