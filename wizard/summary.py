@@ -269,9 +269,12 @@ def _effect_text(effect: dict[str, Any] | None, lang: str) -> dict[str, str]:
                          verdict=verdict_word(verdict["verdict"], lang), evidence=verdict["evidence"]))  # fmt: skip
     parts += [segment_effect(s, lang) for s in effect["segments"]]
     reads = effect["events_per_read"]
-    if reads and max(reads["before"]["typical"] or 0, reads["after"]["typical"] or 0) > 1:
-        parts.append(say("bursts", lang, before=count(reads["before"]["typical"]),
-                         after=count(reads["after"]["typical"])))  # fmt: skip
+    if reads:
+        # The typical read; transcripts recorded before it was kept have the largest only.
+        kind = "typical" if reads["before"]["typical"] is not None else "max"
+        before, after = reads["before"][kind], reads["after"][kind]
+        if max(before or 0, after or 0) > 1:
+            parts.append(say(f"bursts.{kind}", lang, before=count(before), after=count(after)))
     server = server_change(effect, lang)
     if server:
         parts.append(server)
