@@ -50,6 +50,34 @@ def secret_pattern(secret: str) -> re.Pattern[str]:
     return re.compile(before + escaped + after)
 
 
+# The userinfo of a URL (``http://user:KEY@host``): masked wherever a URL is written, whoever's.
+USERINFO = r"(?i)(\b[a-z][a-z0-9+.-]*://)[^\s/?#@\"'<>\\]+(?=@)"
+
+
+def without_userinfo(url: str) -> str:
+    """``url`` as it may be shown or recorded: ``http://***@host`` for ``http://user:KEY@host``."""
+    return re.sub(USERINFO, lambda m: m.group(1) + MASK, url)
+
+
+def url_secrets(*values: str | None) -> list[str]:
+    """The secrets in the userinfo of every URL among ``values``: the password as given and
+    decoded, or the user when there is no password (``http://KEY@host`` carries the key there)."""
+    from urllib.parse import unquote, urlsplit
+
+    secrets = []
+    for value in filter(None, values):
+        if "://" not in value or "@" not in value:
+            continue
+        try:
+            userinfo = urlsplit(value).netloc.rpartition("@")[0]
+        except ValueError:  # not a URL after all (an invalid IPv6 literal ...)
+            continue
+        user, has_password, password = userinfo.partition(":")
+        secret = password if has_password else user
+        secrets += [s for s in {secret, unquote(secret)} if s]
+    return secrets
+
+
 def mask(text: str, secret: str | None) -> str:
     """``text`` with ``secret`` masked wherever it stands as a key (see LONG_KEY)."""
     return secret_pattern(secret).sub(lambda _: MASK, text) if secret else text

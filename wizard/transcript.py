@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard import __version__, safejson
-from wizard.auth import MASK, secret_pattern
+from wizard.auth import MASK, USERINFO, secret_pattern
 from wizard.errors import WizardError
 
 SCHEMA_VERSION = 1
@@ -44,6 +44,7 @@ DEFAULT_SECRET_PATTERNS = (
     r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?bearer\s+)" + _TOKEN,
     r"(?i)(\bbearer\s+)" + _BARE_TOKEN,
     r"(?i)((?:api[_-]?key|VLLM_API_KEY|OPENAI_API_KEY)['\"]?\s*[:=]\s*['\"]?)" + _TOKEN,
+    USERINFO,
 )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from wizard import __version__
 from wizard.cli import demo, playbook_cmd, probe, replay, run, sim
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -46,11 +47,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except WizardError as exc:
-        # A message may quote a server or a file: one line, nothing a terminal would obey.
-        message = " ".join(printable(str(exc)).split())
+        # A message may quote a server or a file: one line, nothing a terminal would obey, and no
+        # secret (a key in a URL's userinfo or in the environment).
+        message = " ".join(printable(_masker(args, argv)(str(exc))).split())
         print(f"latency-wizard {args.command}: error: {message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"latency-wizard {args.command}: interrupted", file=sys.stderr)
         return 130
     return code
+
+
+def _masker(args: argparse.Namespace, argv: list[str]) -> Callable[[str], str]:
+    from wizard.auth import api_key_from_env, url_secrets
+    from wizard.transcript import Redactor
+
+    return Redactor([api_key_from_env(getattr(args, "api_key_env", None)), *url_secrets(*argv)])

@@ -242,18 +242,27 @@ def _check(args: argparse.Namespace, *positive: str) -> None:
 
 
 def _print(
-    report: dict[str, Any], args: argparse.Namespace, api_key: str | None, human: Any
+    report: dict[str, Any],
+    args: argparse.Namespace,
+    api_key: str | None,
+    view: Any,
+    soft_wrap: bool = False,
 ) -> None:
+    """The report as JSON (--json) or through ``view``, masked first: the API key, and any
+    user:password in the URLs given."""
     import json
 
-    from wizard.auth import mask
+    from wizard.auth import url_secrets
+    from wizard.transcript import Redactor
 
+    urls = (getattr(args, name, None) for name in ("target", "direct", "via"))
+    text = Redactor([api_key, *url_secrets(*urls)])(json.dumps(report, indent=2))
     if args.json:
-        print(mask(json.dumps(report, indent=2), api_key))
+        print(text)
     else:
         from wizard.render import console
 
-        console().print(human)
+        console().print(view(json.loads(text)), soft_wrap=soft_wrap)
 
 
 def run_stream(args: argparse.Namespace) -> int:
@@ -277,7 +286,7 @@ def run_stream(args: argparse.Namespace) -> int:
     spec, samples = aio.run(_with_client(args, headers, measure))
     report = {"target": args.target, "spec": dataclasses.asdict(spec), **stream_report(samples)}
     _add_served_models(report, report["summary"], args, headers)
-    _print(report, args, api_key, stream_table(report) if not args.json else None)
+    _print(report, args, api_key, stream_table)
     return 0 if report["summary"]["succeeded"] else 1
 
 
@@ -318,7 +327,7 @@ def run_load_command(args: argparse.Namespace) -> int:
         spec, result = aio.run(_with_client(args, headers, measure))
     report = {"target": args.target, "spec": dataclasses.asdict(spec), **result.to_dict()}
     _add_served_models(report, report["steady"]["summary"], args, headers)
-    _print(report, args, api_key, load_view(report) if not args.json else None)
+    _print(report, args, api_key, load_view)
     return 0 if report["steady"]["summary"]["succeeded"] else 1
 
 
@@ -454,7 +463,7 @@ def run_validate(args: argparse.Namespace) -> int:
         "runs": [r.to_dict() for r in results],
         "peak_qps": peak,
     }
-    _print(report, args, api_key, validation_view(report) if not args.json else None)
+    _print(report, args, api_key, validation_view)
     if peak is not None or results[-1].valid:
         return 0
     if all(r.result == "ERROR" for r in results):
@@ -483,7 +492,7 @@ def run_proxy(args: argparse.Namespace) -> int:
                                    timeout_s=args.timeout)  # fmt: skip
 
     _, report = aio.run(_with_client(args, headers, measure))
-    _print(report, args, api_key, proxy_view(report) if not args.json else None)
+    _print(report, args, api_key, proxy_view)
     return 1 if report["buffering_suspected"] or report["truncated"] else 0
 
 
@@ -554,10 +563,10 @@ def run_metrics(args: argparse.Namespace) -> int:
 
 def run_endpoints(args: argparse.Namespace) -> int:
     """Check the entry point and print what was found."""
-    import json
+    from rich.text import Text
 
     from wizard import aio
-    from wizard.auth import api_key_from_env, auth_headers, mask
+    from wizard.auth import api_key_from_env, auth_headers
     from wizard.cli.run import preflight
     from wizard.probes.endpoints import probe
     from wizard.probes.runner import ProbeContext
@@ -566,11 +575,11 @@ def run_endpoints(args: argparse.Namespace) -> int:
     api_key = api_key_from_env(args.api_key_env)
     ctx = ProbeContext(target=args.target, headers=auth_headers(api_key), timeout_s=args.timeout)
     facts = aio.run(probe(ctx, {}))
-    if args.json:
-        print(mask(json.dumps(facts, indent=2), api_key))
-    else:
-        for key, value in facts.items():
-            print(mask(f"{key}: {value}", api_key))
+
+    def view(shown: dict[str, Any]) -> Text:
+        return Text("\n".join(f"{key}: {value}" for key, value in shown.items()))
+
+    _print(facts, args, api_key, view, soft_wrap=True)  # one line per fact, as scripts read it
     return 0 if facts.get("completions_ok") or facts.get("chat_ok") else 1
 
 

@@ -114,15 +114,19 @@ def _rerun(loaded: Any, args: argparse.Namespace, screen: Any) -> int:
 def export_command(args: argparse.Namespace) -> int:
     """Write the summary."""
     import json
+    import re
     import sys
 
     from wizard import report
     from wizard.errors import UsageError
+    from wizard.terminal import printable
 
     loaded = transcript_input(args)
     model = report.build(loaded, args.lang or loaded.header.get("lang", "en"))
     if args.format == "json":
-        text = json.dumps(model, indent=2, ensure_ascii=False) + "\n"
+        # JSON escapes C0 controls itself; C1 ones (an 8-bit CSI) are escaped here too.
+        text = re.sub(r"[\x7f-\x9f]", lambda m: f"\\u{ord(m[0]):04x}",
+                      json.dumps(model, indent=2, ensure_ascii=False)) + "\n"  # fmt: skip
     elif args.format == "html":
         from wizard.report_html import html_page
 
@@ -135,6 +139,8 @@ def export_command(args: argparse.Namespace) -> int:
         from wizard.report_md import markdown
 
         text = markdown(model)
+    if args.format != "json":  # a ticket or a terminal: no control sequence from the sessions' text
+        text = printable(text)
     if not args.output:
         sys.stdout.write(text)
         return 0

@@ -93,6 +93,11 @@ def register(subparsers: Any) -> None:
         "after the verified part",
     )  # fmt: skip
     resume.add_argument("--api-key-env", help="environment variable holding the API key")
+    for flag in ("--target", "--proxy"):
+        resume.add_argument(
+            flag, metavar="URL",
+            help=f"the session's {flag[2:]} again, with the user:password its transcript masked",
+        )  # fmt: skip
     resume.add_argument(
         "--timeout", type=float, default=60.0, help="read timeout per request in seconds"
     )
@@ -133,27 +138,28 @@ def choose_operator(args: argparse.Namespace, playbook: Any, applier: Any = None
 
 
 def default_transcript_path(target: str) -> Path:
-    """``transcripts/<UTC time>-<host-port>.ndjson``."""
+    """``transcripts/<UTC time>-<host-port>.ndjson`` (never a URL's userinfo)."""
     import datetime
     import re
 
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    host = re.sub(r"[^A-Za-z0-9.-]+", "-", target.split("://", 1)[-1]).strip("-")
+    where = re.sub(r"^[^/?#]*@", "", target.split("://", 1)[-1])  # the userinfo, if any
+    host = re.sub(r"[^A-Za-z0-9.-]+", "-", where).strip("-")
     return Path("transcripts") / f"{stamp}-{host}.ndjson"
 
 
 def run_command(args: argparse.Namespace) -> int:
     """Start a new walk."""
     from wizard import playbook as playbook_module
-    from wizard.auth import api_key_from_env
+    from wizard.auth import api_key_from_env, url_secrets
     from wizard.errors import UsageError
     from wizard.transcript import Redactor
 
+    check_evidence_paths(args)
     fleet = _read_fleet(args)
     for url in filter(None, (args.target, args.proxy)):
         if not url.startswith(("http://", "https://")):
             raise UsageError(f"{url!r} is not an http(s) URL")
-    check_evidence_paths(args)
     book = playbook_module.load(args.playbook or playbook_module.DEFAULT_PLAYBOOK)
     operator = choose_operator(args, book)
     for url in filter(None, (args.target, args.proxy)):
@@ -165,7 +171,8 @@ def run_command(args: argparse.Namespace) -> int:
               "vllm_log": _absolute(args.vllm_log), "host_evidence": _absolute(args.host_evidence),
               "lang": args.lang or default_language(), "prometheus": args.prometheus,
               "fleet_window": args.window, "fleet_job": args.job}  # fmt: skip
-    writer = _create(path, header, Redactor([api_key]))
+    secrets = url_secrets(args.target, args.proxy, args.prometheus)
+    writer = _create(path, header, Redactor([api_key, *secrets]))
     return execute(book, writer, operator, args, api_key, header, events=[], fleet=fleet)
 
 
@@ -236,6 +243,7 @@ def preflight(url: str, log_given: bool = False) -> None:
     import httpx
 
     from wizard import aio
+    from wizard.auth import without_userinfo
     from wizard.errors import WizardError
     from wizard.probes.bounded import BoundedRequestError, headers_within_deadline
     from wizard.probes.reach import explain
@@ -243,9 +251,9 @@ def preflight(url: str, log_given: bool = False) -> None:
     try:
         aio.run(headers_within_deadline(url.rstrip("/") + "/health", timeout_s=10))
     except httpx.HTTPError as exc:
-        message = f"cannot reach {url}: {explain(exc, url)}"
+        message = without_userinfo(f"cannot reach {url}: {explain(exc, url)}")
     except BoundedRequestError as exc:
-        message = f"cannot reach {url}: {exc}"
+        message = without_userinfo(f"cannot reach {url}: {exc}")
     else:
         return
     if not log_given:
@@ -269,7 +277,7 @@ def resume_command(args: argparse.Namespace) -> int:
     """Continue an interrupted walk from its transcript."""
     from wizard import playbook as playbook_module
     from wizard import transcript
-    from wizard.auth import api_key_from_env
+    from wizard.auth import api_key_from_env, url_secrets
     from wizard.errors import UsageError
 
     loaded = transcript_input(args)
@@ -277,7 +285,7 @@ def resume_command(args: argparse.Namespace) -> int:
         raise UsageError(
             f"{args.transcript} is a completed session; see it with 'latency-wizard replay'"
         )
-    header = loaded.header
+    header = {**loaded.header, **_unmasked_urls(loaded.header, args)}
     book = playbook_module.load(header.get("playbook_path") or playbook_module.DEFAULT_PLAYBOOK)
     if book.sha256 != header["playbook_sha256"]:
         raise UsageError(
@@ -287,12 +295,34 @@ def resume_command(args: argparse.Namespace) -> int:
     api_key = api_key_from_env(args.api_key_env)
     lost = loaded.lost
     aside = transcript.set_aside_lost(loaded) if lost is not None else None
-    writer = transcript.TranscriptWriter.resume(loaded, transcript.Redactor([api_key]))
+    secrets = [api_key, *url_secrets(header["target"], header.get("proxy"))]
+    writer = transcript.TranscriptWriter.resume(loaded, transcript.Redactor(secrets))
     if lost is not None:
         note = f"salvaged: {lost.describe()}; those bytes are kept in {aside}"
         writer.append("note", None, {"text": note})
     args.lang = args.lang or header.get("lang")
     return execute(book, writer, operator, args, api_key, header, events=loaded.events)
+
+
+def _unmasked_urls(header: dict[str, Any], args: argparse.Namespace) -> dict[str, str]:
+    """The session's URLs with the credentials its transcript masked, given again on the command
+    line (``--target``/``--proxy``); each must be the recorded one once masked."""
+    from wizard.auth import MASK, without_userinfo
+    from wizard.errors import UsageError
+
+    urls = {}
+    for key in ("target", "proxy"):
+        recorded, given = header.get(key), getattr(args, key)
+        if given is not None and without_userinfo(given) != recorded:
+            raise UsageError(f"--{key} is not the session's {key} ({recorded})")
+        if given is None and recorded and f"://{MASK}@" in recorded:
+            raise UsageError(
+                f"the session's {key} {recorded} had credentials, masked in its transcript: give "
+                f"the URL again with --{key}"
+            )
+        if given is not None:
+            urls[key] = given
+    return urls
 
 
 def _spinner(screen: Any) -> Any:
