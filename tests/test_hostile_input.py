@@ -215,3 +215,19 @@ def test_a_transcript_nested_too_deep_is_damaged_not_a_recursion_error(tmp_path:
     )
     with pytest.raises(transcript.TranscriptError, match=":2: not JSON"):
         transcript.load(path)
+
+
+def test_pasted_manifests_and_commands_cannot_blow_up() -> None:
+    from wizard.probes.vllm_args import flow_list
+    from wizard.probes.vllm_log import read_lines
+
+    # YAML aliases in an inline list are text, never expanded (a loader would build 2^30 items).
+    bomb = "[" + ", ".join(f"&a{i} [*a{i - 1}, *a{i - 1}]" for i in range(1, 31)) + "]"
+    items = flow_list(bomb)
+    assert items is None or sum(map(len, items)) <= len(bomb)
+    report = read_lines([
+        "        image: vllm/vllm-openai:latest\n",
+        f"        args: {bomb}\n",
+        "args: Namespace(" + "model='m', " * 50_000 + "max_num_seqs=" + "9" * 5000 + ")\n",
+    ])  # fmt: skip
+    assert report["max_num_seqs"] is None and report["model"] == "m"

@@ -538,3 +538,12 @@ def test_glued_lines_are_split_only_where_a_prefix_follows_text() -> None:
     assert not _may_be_glued("INFO 12-02 10:00:30 plain; ERROR is a word here")
     assert _may_be_glued("took 2 s(EngineCore pid=10) INFO 12-02 10:00:09 [kv] GPU KV")
     assert _may_be_glued("took 2 sINFO 12-02 10:00:09 GPU KV cache size: 1 tokens")
+
+
+def test_kv_cache_memory_in_both_wordings() -> None:
+    # 0.32's CPU build says how much it was given; 0.34 on a GPU what profiling left.
+    assert real("healthy")["kv_cache_memory_gib"] == 1.0
+    gpu = parse(
+        "(Worker_TP0 pid=3) INFO 12-01 10:00:00 [gpu_worker.py:796] Available KV cache memory: 61.35 GiB\n"
+    )
+    assert gpu["kv_cache_memory_gib"] == 61.35

@@ -78,7 +78,8 @@ time_per_output_token_seconds). Reports KV-cache usage (0..1), preemptions, runn
 requests, engines, server-side TTFT/ITL/queue means from the histograms, and the KV capacity from
 cache_config_info. A server started with --disable-log-stats has no vllm:* series: that is said,
 not reported as zeros. Server-side TTFT counts from the API server's arrival: client TTFT minus it
-is proxy + network + request parsing time."""
+is proxy + network + request parsing time. A paste works (--file): the shell prompt, curl's output
+and headers around the exposition are skipped and said so in 'notes'."""
 
 
 def register(subparsers: Any) -> None:
@@ -202,8 +203,11 @@ def register(subparsers: Any) -> None:
         "concurrency, GPU blocks, TP/PP, max_model_len, batch limits, chunked prefill, enforce_eager, "
         "the periodic stats lines, preemptions, and known errors (OOM, KV cache smaller than "
         "max_model_len in all three wordings, chat template, chunked-prefill budget, TP heads). "
-        "Every era from 2023 V0 to 0.34, any line prefix; several runs in one file are listed under "
-        "'runs' and the last one is reported. Reads line by line: a 1 GB log stays in bounded memory.",
+        "Every era from 2023 V0 to 0.34, any line prefix; the engine generation from each era's marks; "
+        "arguments also from a pasted `vllm serve`/api_server command line, a Kubernetes manifest or "
+        "a Namespace(...) dump; several runs in one paste are told apart, listed under 'runs', and "
+        "the last one is reported. What is skipped or unreadable is in 'notes'. Reads line by "
+        "line: a 1 GB log stays in bounded memory.",
     )  # fmt: skip
     log.add_argument("file", nargs="?", default="-", help="the log file, or - for standard input")
     log.add_argument("--json", action="store_true", help="print one JSON object")

@@ -36,7 +36,8 @@ def register(probes: Any) -> None:
         "topology", help="read `nvidia-smi topo -m` output: GPUs and NVLink pairs",
         description="Read saved `nvidia-smi topo -m` output (a file, or - for standard input, so a "
         "paste works) and say which GPU pairs are linked by NVLink (NV#) and which go over PCIe "
-        "(PIX, PXB, PHB, NODE, SYS). --visible 0,1 restricts the verdict to the GPUs vLLM sees.",
+        "(PIX, PXB, PHB, NODE, SYS). --visible 0,1 restricts the verdict to the GPUs vLLM sees. "
+        "Indented, quoted, wrapped or twice-pasted tables are read; repairs are listed as notes.",
     )  # fmt: skip
     topology.add_argument("file", nargs="?", default="-", help="the saved output, or - for stdin")
     topology.add_argument("--visible", metavar="IDS", help="CUDA_VISIBLE_DEVICES of the server")

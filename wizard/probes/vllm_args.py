@@ -337,17 +337,14 @@ class ArgsCollector:
                 self._block, self._block_indent = [], len(key.group("indent"))
             return []
         if rest.startswith("["):
-            try:
-                items = yaml.safe_load(rest)
-            except yaml.YAMLError:
-                items = None
-            if not isinstance(items, list):
+            items = flow_list(rest)
+            if items is None:
                 args = ServerArgs(number, "manifest")
                 args.notes.append(
-                    f"line {number}: {key.group('key')}: list does not parse as YAML: not read"
+                    f"line {number}: {key.group('key')}: a list that does not close: not read"
                 )
                 return [args]
-            return self._from_items([str(i) for i in items], key.group("key"), number)
+            return self._from_items(items, key.group("key"), number)
         return self._from_items([_unquote(rest)], key.group("key"), number, scalar=True)
 
     def _list_item(self, line: str) -> bool:
@@ -425,6 +422,33 @@ def _starts_a_command(line: str, start: re.Match[str]) -> bool:
                 or "python" in word or (word.startswith("(") and word.endswith(")"))):  # fmt: skip
             return False
     return True
+
+
+FLOW_ITEM = re.compile(r'\s*(?:"((?:[^"\\]|\\.)*)"|\'((?:[^\']|\'\')*)\'|([^,\]]*?))\s*(,|\])')
+
+
+def flow_list(text: str) -> list[str] | None:
+    """The items of a YAML flow list of scalars (``["--model", 'm', 2]``), read without a YAML
+    loader: a pasted line with anchors and aliases cannot make it expand."""
+    items, at = [], 1
+    while at < len(text):
+        match = FLOW_ITEM.match(text, at)
+        if match is None:
+            return None
+        quoted, single, plain, end = match.groups()
+        value = (
+            quoted
+            if quoted is not None
+            else single.replace("''", "'")
+            if single is not None
+            else plain
+        )
+        if value or quoted is not None or single is not None:
+            items.append(value.replace('\\"', '"'))
+        at = match.end()
+        if end == "]":
+            return items
+    return None
 
 
 def _unquote(text: str) -> str:

@@ -99,6 +99,11 @@ ARG_KEYS = ("model", "max_model_len", "max_num_batched_tokens", "max_num_seqs", 
             "num_gpu_blocks_override", "block_size")  # fmt: skip
 # "GPU KV cache size" (0.32 on CPU: "CPU ..."; "GPU + host ..." with a host tier).
 KV_SIZE = re.compile(rf"(?:\b(?P<device>[A-Z][A-Z0-9]*)(?: \+ host)? )?KV cache size: {NUM} tokens")
+# The KV cache's memory: 0.34 on GPU "Available KV cache memory: 12.5 GiB"; 0.32's CPU build
+# "Explicitly set (1.0/7.59) GiB for KV cache on node 0." (the space given / the node's free memory).
+KV_MEMORY = re.compile(
+    r"Available KV cache memory: ([\d.]+) GiB|Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache"
+)
 BLOCKS_OVERRIDE = re.compile(r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(\d+)")
 
 
@@ -150,6 +155,7 @@ class Run:
     num_gpu_blocks_override: int | None = None
     block_size: int | None = None
     kv_cache_device: str | None = None
+    kv_cache_memory_gib: float | None = None
     estimated_max_model_len: int | None = None
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int | None = None
@@ -456,6 +462,8 @@ class LogReader:
         if (match := KV_SIZE.search(line)) is not None:
             run.kv_cache_tokens = _count(match.group(2))
             run.kv_cache_device = match.group("device") or run.kv_cache_device
+        if (match := KV_MEMORY.search(line)) is not None:
+            run.kv_cache_memory_gib = parse_float(match.group(1) or match.group(2))
         if (match := BLOCKS_OVERRIDE.search(line)) is not None:
             # The override replaces the profiled count: it is the number of blocks the engine gets.
             run.num_gpu_blocks_override = run.num_gpu_blocks = parse_int(match.group(1))
