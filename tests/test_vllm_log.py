@@ -384,7 +384,7 @@ def test_startup_across_midnight_and_new_year(first: str, ready: str, expected: 
 
 
 def test_seconds_between_refuses_a_clock_that_went_backwards() -> None:
-    from wizard.probes.vllm_log import seconds_between
+    from wizard.probes.vllm_run import seconds_between
 
     assert seconds_between("12-03 13:35:08", "12-03 13:36:02") == 54.0
     assert seconds_between("12-03 13:36:02", "12-03 13:35:08") is None  # would be a year

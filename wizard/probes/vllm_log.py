@@ -20,20 +20,24 @@ Without timestamps, or without a ready line, the logged timings are summed inste
 from __future__ import annotations
 
 import ast
-import datetime
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from wizard.numbers import MAX_DIGITS, parse_float, parse_int
 from wizard.probes import vllm_stats
-from wizard.probes.vllm_args import FIELDS as ARG_FIELDS
 from wizard.probes.vllm_args import ArgsCollector, ServerArgs, read_namespace
 from wizard.probes.vllm_engine import ENGINE_LINE, MARK, VERSION, code_mark, version_mark
+from wizard.probes.vllm_run import (
+    FIELDS_FROM_ARGS,
+    MAX_NOTES,
+    Run,
+    as_dict,
+    only_args,
+    seconds_between,
+)
 
 MAX_STATS_PER_RUN = 1000
-MAX_NOTES = 20
 GLUE = re.compile(
     r"(?<=\S)(?=(?:\([\w\-]+(?: rank=\d+)? pid=\d+\) )?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d)"
 )
@@ -121,130 +125,6 @@ def _stamp(line: str) -> str | None:
     """The line's ``mm-dd hh:mm:ss``, when it has vLLM's prefix."""
     match = TIMESTAMP.search(line, 0, TIMESTAMP_WITHIN)
     return match.group(1) if match is not None else None
-
-
-def seconds_between(began: str, ended: str) -> float | None:
-    """Seconds from one ``mm-dd hh:mm:ss`` to a later one; None when the order is implausible.
-
-    The stamps have no year: an end before the start means the year turned (12-31 -> 01-01). A
-    clock that went backwards, or a span of more than a month, is not a start-up: None.
-    """
-    try:
-        start = datetime.datetime.strptime(f"2000-{began}", "%Y-%m-%d %H:%M:%S")  # a leap year
-        end = datetime.datetime.strptime(f"2000-{ended}", "%Y-%m-%d %H:%M:%S")
-        if end < start:
-            end = end.replace(year=2001)
-    except ValueError:
-        return None
-    seconds = (end - start).total_seconds()
-    return seconds if seconds <= 31 * 86400 else None
-
-
-@dataclass
-class Run:
-    """What one server start said."""
-
-    model: str | None = None
-    engine: str | None = None
-    engine_from: str | None = None  # what told the generation: its config line, version, a mark
-    server_args_from: str | None = None  # a pasted command line, manifest or Namespace dump
-    kv_cache_tokens: int | None = None
-    max_concurrency: float | None = None
-    max_concurrency_tokens_per_request: int | None = None
-    num_gpu_blocks: int | None = None
-    num_gpu_blocks_override: int | None = None
-    block_size: int | None = None
-    kv_cache_device: str | None = None
-    kv_cache_memory_gib: float | None = None
-    estimated_max_model_len: int | None = None
-    tensor_parallel_size: int | None = None
-    pipeline_parallel_size: int | None = None
-    max_model_len: int | None = None
-    max_num_batched_tokens: int | None = None
-    max_num_seqs: int | None = None
-    gpu_memory_utilization: float | None = None
-    chunked_prefill: bool | None = None
-    enforce_eager: bool | None = None
-    preemptions_seen: bool = False
-    preemption_mode: str | None = None
-    stats: list[dict[str, Any]] = field(default_factory=list)
-    stats_total: int = 0
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    weights_load_s: float | None = None
-    weights_load_ranks: int = 0
-    model_load_s: float | None = None
-    torch_compile_s: float | None = None
-    graph_capture_s: float | None = None
-    init_engine_s: float | None = None
-    model_init_s: float | None = None
-    warmup_s: float | None = None
-    device_memory_gib: float | None = None
-    started_at_line: int = 1
-    # Generic lines (uvicorn's, timestamps) alone do not make a run: not compared by ``empty``.
-    server_ready: bool = field(default=False, compare=False)
-    ready_at_line: int | None = field(default=None, compare=False)
-    first_timestamp: str | None = field(default=None, compare=False)
-    ready_timestamp: str | None = field(default=None, compare=False)
-    startup_span_s: float | None = field(default=None, compare=False)
-    engine_strength: int = field(default=0, compare=False)
-    starts: set[str] = field(default_factory=set, compare=False)  # the start-line kinds seen
-    notes: list[str] = field(default_factory=list, compare=False)
-
-    def note(self, text: str) -> None:
-        """Add a note; past MAX_NOTES only the count grows (a hostile log cannot grow it)."""
-        if len(self.notes) < MAX_NOTES:
-            self.notes.append(text)
-        elif len(self.notes) == MAX_NOTES:
-            self.notes.append("more notes were left out")
-
-    def set_engine(self, generation: str, strength: int, source: str) -> None:
-        """Take ``generation`` unless a stronger source already said."""
-        if strength > self.engine_strength:
-            self.engine, self.engine_from, self.engine_strength = generation, source, strength
-
-    @property
-    def started(self) -> bool:
-        """Whether this run holds more than start lines: its next start line is another run."""
-        return (self.engine_strength == ENGINE_LINE or self.kv_cache_tokens is not None
-                or bool(self.errors) or self.stats_total > 0)  # fmt: skip
-
-    @property
-    def startup_timings_s(self) -> float | None:
-        """Loading plus engine initialisation (profile, KV cache, compile, graphs), when logged."""
-        loading = self.model_load_s or self.weights_load_s or self.model_init_s
-        init = self.init_engine_s or (
-            ((self.torch_compile_s or 0.0) + (self.graph_capture_s or 0.0) + (self.warmup_s or 0.0))
-            or None
-        )
-        if loading is None and init is None:
-            return None
-        return round((loading or 0.0) + (init or 0.0), 2)
-
-    @property
-    def startup_s(self) -> float | None:
-        """First timestamped line to the ready line, else the sum of the logged timings.
-
-        Both undercount the true start (imports come before the first line), so the longer wins
-        when both are known: a log whose ready line comes before its loading lines still counts.
-        """
-        timings = self.startup_timings_s
-        if self.startup_span_s is None:
-            return timings
-        return round(max(self.startup_span_s, timings or 0.0), 2)
-
-    @property
-    def startup_from(self) -> str | None:
-        """Where ``startup_s`` came from: ``timestamps`` or ``timings``."""
-        if self.startup_span_s is not None and self.startup_span_s >= (
-            self.startup_timings_s or 0.0
-        ):
-            return "timestamps"
-        return "timings" if self.startup_timings_s is not None else None
-
-    @property
-    def empty(self) -> bool:
-        """True when nothing of this run was recognised."""
-        return self == Run(started_at_line=self.started_at_line)
 
 
 def _literal_dict(text: str) -> dict[str, Any] | None:
@@ -532,7 +412,9 @@ class LogReader:
         if stats["preemptions"]:
             run.preemptions_seen = True
             run.preemption_mode = run.preemption_mode or "RECOMPUTE"  # V1 recomputes, always
-        if "Engine 0" in line or "Engines Aggregated" in line or "Waiting:" in line:
+        if run.engine_strength >= MARK:  # the hot path: known after the first lines
+            pass
+        elif "Engine 0" in line or "Engines Aggregated" in line or "Waiting:" in line:
             run.set_engine("v1", MARK, "the V1 stats line")
         elif "Pending:" in line:
             run.set_engine("v0", MARK, "the V0 stats line (Pending)")
@@ -548,9 +430,9 @@ class LogReader:
         for args in self._args.flush():
             self._server_args(args, "")
         last = self.run
-        if len(self.runs) > 1 and last.starts <= {"command"} and _only_args(last):
+        if len(self.runs) > 1 and last.starts <= {"command"} and only_args(last):
             previous = self.runs[-2]
-            if not _only_args(previous):
+            if not only_args(previous):
                 for name in FIELDS_FROM_ARGS:
                     if getattr(previous, name) is None:
                         setattr(previous, name, getattr(last, name))
@@ -567,8 +449,8 @@ class LogReader:
         runs = [r for r in self.runs if not r.empty] or [self.run]
         total = self.runs_total - (len(self.runs) - len(runs))
         kept = runs if len(runs) <= 2 else [runs[0], runs[-1]]
-        last = _as_dict(runs[-1])
-        last["runs"] = [_as_dict(r) for r in kept]
+        last = as_dict(runs[-1])
+        last["runs"] = [as_dict(r) for r in kept]
         # Runs between the first and the last are counted only (a restart loop would grow both).
         last["runs_total"] = total
         last["runs_omitted"] = total - len(kept)
@@ -582,24 +464,6 @@ class LogReader:
             notes.append(last["note"])
         last["notes"] = notes
         return last
-
-
-# What a pasted command can say (the Run field names vllm_args fills).
-FIELDS_FROM_ARGS = tuple(ARG_FIELDS)
-
-
-def _only_args(run: Run) -> bool:
-    """Whether all ``run`` holds is what a pasted command said (no line of a log)."""
-    return run == Run(started_at_line=run.started_at_line, server_args_from=run.server_args_from,
-                      **{name: getattr(run, name) for name in FIELDS_FROM_ARGS})  # fmt: skip
-
-
-def _as_dict(run: Run) -> dict[str, Any]:
-    data = asdict(run)
-    for internal in ("engine_strength", "starts"):
-        del data[internal]
-    return {**data, "startup_s": run.startup_s, "startup_from": run.startup_from,
-            "startup_timings_s": run.startup_timings_s}  # fmt: skip
 
 
 def read_lines(lines: Iterable[str]) -> dict[str, Any]:
