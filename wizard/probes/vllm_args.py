@@ -246,12 +246,15 @@ class ArgsCollector:
         self._list_key = "args"
         self._chars = 0
 
-    def wants(self, line: str) -> bool:
-        """Whether ``line`` may belong to a command or manifest (cheap; called on every line)."""
-        return bool(
-            self._shell or self._list is not None or "vllm" in line
-            or "args:" in line or "command:" in line or "image:" in line
-        )  # fmt: skip
+    @property
+    def busy(self) -> bool:
+        """Collecting a command or a list: every line goes to ``feed`` until it ends."""
+        return bool(self._shell) or self._list is not None
+
+    @staticmethod
+    def wants(line: str) -> bool:
+        """Whether ``line`` may start a command or be part of a manifest."""
+        return "vllm" in line or "args:" in line or "command:" in line or "image:" in line
 
     def feed(self, line: str, number: int) -> list[ServerArgs]:
         """One line; the commands it completed (usually none)."""

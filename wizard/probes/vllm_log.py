@@ -305,7 +305,7 @@ class LogReader:
             self._last_stamp = stamp
         if not run.engine_strength and (mark := code_mark(line)) is not None:
             run.set_engine(mark[0], MARK, mark[1])
-        if self._args.wants(line):
+        if self._args.busy or ArgsCollector.wants(line):
             for args in self._args.feed(line, self.line_number):
                 self._server_args(args, line)
         if INTERESTING.search(line) is None:
