@@ -38,6 +38,7 @@ COMMAND_START = re.compile(
 LOG_PREFIX = re.compile(r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d")
 # A container key of a manifest: "args:", "- command:", with what follows it on the line.
 MANIFEST_KEY = re.compile(r"^(?P<indent>\s*)(?:-\s+)?(?P<key>args|command):\s*(?P<rest>.*)$")
+MANIFEST_FIRST = " \t-aci"  # how a manifest's args:/command:/image: line can begin
 LIST_ITEM = re.compile(r"^(?P<indent>\s*)-\s+(?P<item>.*)$")
 IMAGE = re.compile(r"^\s*(?:-\s+)?image:\s*(?P<image>\S+)")
 NAMESPACE_NEEDLE = "Namespace("
@@ -253,8 +254,12 @@ class ArgsCollector:
 
     @staticmethod
     def wants(line: str) -> bool:
-        """Whether ``line`` may start a command or be part of a manifest."""
-        return "vllm" in line or "args:" in line or "command:" in line or "image:" in line
+        """Whether ``line`` may start a command or be part of a manifest (cheap: every line of a
+        long log asks; a manifest's key starts its line, after indentation or a list dash)."""
+        return "vllm" in line or (
+            line[:1] in MANIFEST_FIRST
+            and ("args:" in line or "command:" in line or "image:" in line)
+        )
 
     def feed(self, line: str, number: int) -> list[ServerArgs]:
         """One line; the commands it completed (usually none)."""

@@ -27,8 +27,9 @@ SEGMENT = re.compile(r"(?P<key>[A-Za-z][\w/ +.-]*?): (?P<number>[\d.]+) ?(?P<uni
 TIME_UNITS_MS = {"ms": 1.0, "s": 1000.0, "us": 0.001}
 
 
-def read(line: str) -> tuple[dict[str, Any], str | None] | None:
-    """The stats sample of ``line`` and its KV device word (GPU, CPU, ...), or None."""
+def read(line: str) -> tuple[dict[str, Any], str] | None:
+    """The stats sample of ``line`` and the text before its "KV cache usage" (``device_word``
+    reads the device from it: only once per run, so not on every line), or None."""
     if EXTRAS_HINT in line or (match := FAST.search(line)) is None:
         return _segments(line[line.find(NEEDLE) :]) if NEEDLE in line else None
     # The hot path of a long log, inline: a function call per line was a tenth of its time.
@@ -49,17 +50,22 @@ def read(line: str) -> tuple[dict[str, Any], str | None] | None:
         stats["prefix_cache_hit_rate_pct"] = parse_float(prefix)
     if (swapped := match.group("swapped")) is not None:  # V0 only
         stats["swapped"] = parse_int(swapped)
-    word = match.group("before").rstrip().rpartition(" ")[2]
-    return stats, word if word.isalnum() and word.isupper() else None
+    return stats, match.group("before")
 
 
 EXTRAS_HINT = "time/tok"  # early 2024's lines carry it (with Max iteration time): read by segments
 
 
-def _segments(text: str) -> tuple[dict[str, Any], str | None] | None:
+def device_word(before: str) -> str | None:
+    """GPU, CPU, XPU... : the upper-case word right before "KV cache usage", if there is one."""
+    word = before.rstrip().rpartition(" ")[2]
+    return word if word.isalnum() and word.isupper() else None
+
+
+def _segments(text: str) -> tuple[dict[str, Any], str] | None:
     """Segment by segment: ``Key: number unit`` pieces, in any order, unknown ones skipped."""
     stats: dict[str, Any] = {"preemptions": 0}
-    device = None
+    before = ""
     for found in SEGMENT.finditer(text):
         key, unit = found.group("key").strip(), found.group("unit")
         if (number := parse_float(found.group("number"))) is None:
@@ -73,8 +79,7 @@ def _segments(text: str) -> tuple[dict[str, Any], str | None] | None:
             stats[name] = int(number)
         elif key.endswith("KV cache usage") and "gpu_kv_cache_usage_pct" not in stats:
             stats["gpu_kv_cache_usage_pct"] = number  # the first device's (V0: the GPU's)
-            word = key.removesuffix("KV cache usage").strip().rpartition(" ")[2]
-            device = word if word.isalnum() and word.isupper() else None
+            before = key.removesuffix("KV cache usage")
         elif key == "Prefix cache hit rate":
             stats["prefix_cache_hit_rate_pct"] = number
         elif key in ("Max iteration time", "Avg time/tok") and unit in TIME_UNITS_MS:
@@ -84,4 +89,4 @@ def _segments(text: str) -> tuple[dict[str, Any], str | None] | None:
                 "generation_throughput")  # fmt: skip
     if any(key not in stats for key in required):
         return None
-    return stats, device
+    return stats, before
