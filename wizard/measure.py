@@ -3,9 +3,10 @@
 A measurement spec fixes what P0.2 and P6.5 of the procedure say must not change between rounds:
 model, endpoint, input and output length, concurrency (or the MLPerf scenario), access path and
 warm state. Its fingerprint is a hash of those fields; only measurements with equal fingerprints
-are compared. A comparison bootstraps the relative change of the median (after / before - 1)
-and judges its confidence interval against a noise band: the practical threshold, widened to what
-an A/A comparison (the same round measured twice on the server being diagnosed) moved by. Outside
+are compared. A comparison bootstraps the ratio of the medians (after / before) and judges its
+confidence interval, on the log scale, against a noise band: the practical threshold, widened to
+what an A/A comparison (the same round measured twice on the server being diagnosed) moved by, as
+a factor either way. Outside
 the band on the good side is "improved", on the bad side "regressed"; inside it "within noise";
 an interval that crosses the band's edge, or too few samples, is "inconclusive".
 
@@ -132,11 +133,14 @@ def compare_values(
     practical_threshold: float = PRACTICAL_THRESHOLD,
     seed: int = 0,
 ) -> Comparison:
-    """Bootstrap the relative change of the median and judge its interval against the noise band.
+    """Bootstrap the ratio of the medians and judge its interval against the noise band.
 
-    ``noise`` is the relative movement an A/A comparison showed on this server (0 when none was
-    measured); the band is the larger of it and ``practical_threshold``. Lower is better for every
-    latency segment.
+    ``noise`` is how far an A/A comparison moved on this server, as a factor either way (0.5: the
+    same round came out up to 1.5x higher or 1/1.5 lower; 0 when none was measured); the band is the
+    larger of it and ``practical_threshold``. The judgement is on the log of the ratio, so that a
+    band is as wide downwards as upwards: on the relative scale a drop can never exceed -100 %, and
+    a band wider than that (a starved machine's A/A) made every improvement "within noise". Lower
+    is better for every latency segment.
     """
     counts = (len(before), len(after))
     b50 = statistics.median(before) if before else None
@@ -147,33 +151,43 @@ def compare_values(
                           noise_band=band, samples=counts)  # fmt: skip
     assert a50 is not None
     rng = random.Random(seed)
-    diffs = sorted(
-        statistics.median(rng.choices(after, k=len(after)))
-        - statistics.median(rng.choices(before, k=len(before)))
-        for _ in range(resamples)
-    )
+    diffs, log_ratios = [], []
+    for _ in range(resamples):
+        b = statistics.median(rng.choices(before, k=len(before)))
+        a = statistics.median(rng.choices(after, k=len(after)))
+        diffs.append(a - b)
+        log_ratios.append(_log_ratio(a, b))
+    diffs.sort()
+    log_ratios.sort()
     tail = (1 - confidence) / 2
-    low = diffs[int(tail * (resamples - 1))]
-    high = diffs[int((1 - tail) * (resamples - 1))]
-    low_rel, high_rel = low / b50, high / b50
+    low_at, high_at = int(tail * (resamples - 1)), int((1 - tail) * (resamples - 1))
+    low_log, high_log = log_ratios[low_at], log_ratios[high_at]
+    band_log = math.log1p(band)
     verdict: Verdict = "inconclusive"
-    if high_rel < -band:
+    if high_log < -band_log:
         verdict = "improved"
-    elif low_rel > band:
+    elif low_log > band_log:
         verdict = "regressed"
-    elif -band <= low_rel and high_rel <= band:
+    elif -band_log <= low_log and high_log <= band_log:
         verdict = "within noise"
     change = a50 - b50
-    return Comparison(segment, b50, a50, change, low, high, change / b50, verdict,
-                      low_rel, high_rel, band, counts)  # fmt: skip
+    return Comparison(segment, b50, a50, change, diffs[low_at], diffs[high_at], change / b50,
+                      verdict, math.expm1(low_log), math.expm1(high_log), band, counts)  # fmt: skip
+
+
+def _log_ratio(after: float, before: float) -> float:
+    """log(after / before), with a zero median (bursts: every gap inside one read) kept finite."""
+    floor = 1e-6
+    return math.log(max(after, floor) / max(before, floor))
 
 
 def noise_band(before: Sequence[float], after: Sequence[float]) -> float | None:
-    """How far an A/A pair (the same round twice) moved: the larger end of its relative interval."""
+    """How far an A/A pair (the same round twice) moved, as a factor either way: the larger end of
+    its interval on the log scale (0.5 means up to 1.5x higher or 1/1.5 lower)."""
     result = compare_values("aa", before, after, practical_threshold=0.0)
     if result.ci_low_rel is None or result.ci_high_rel is None:
         return None
-    return max(abs(result.ci_low_rel), abs(result.ci_high_rel))
+    return math.expm1(max(-math.log1p(result.ci_low_rel), math.log1p(result.ci_high_rel)))
 
 
 def check_comparable(before: MeasurementSpec, after: MeasurementSpec) -> None:
