@@ -67,6 +67,18 @@ def test_evidence_numbers_keep_their_meaningful_digits(value: Any, shown: str) -
     assert render_evidence("x={a.b}", {"a": {"b": value}}, {}) == f"x={shown}"
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(1.0, "100 %"), (0.209, "21 %"), (0.0011101859561476468, "0.11 %"), (0, "0 %"),
+     (None, "?"), ("on", "on")],
+)  # fmt: skip
+def test_fractions_read_as_percentages(value: Any, shown: str) -> None:
+    """A KV peak of 0.0011 read "peaked at 0.0011" and a full cache "peaked at 1"."""
+    from wizard.engine import render_evidence
+
+    assert render_evidence("x={a.b:%}", {"a": {"b": value}}, {}) == f"x={shown}"
+
+
 # -- the change each finding proposes ------------------------------------------------------------
 
 

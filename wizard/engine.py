@@ -39,15 +39,24 @@ def visited_key(node_id: str) -> str:
 
 
 def render_evidence(template: str, facts: dict[str, Any], answers: dict[str, Any]) -> str:
-    """Fill ``{a.b.c}`` (facts) and ``{answers.x}`` placeholders; unknown values show as '?'."""
+    """Fill ``{a.b.c}`` (facts) and ``{answers.x}`` placeholders; unknown values show as '?'.
 
-    def value(path: str) -> str:
+    ``{a.b.c:%}`` shows a fraction as a percentage (a KV peak of 0.0011 reads "0.11 %", not
+    "0.0011").
+    """
+
+    def value(spec: str) -> str:
+        path, _, style = spec.partition(":")
+        path = path.strip()
         if path.startswith("answers."):
             found = answers.get(path.removeprefix("answers."), conditions.MISSING)
         else:
             found = conditions.lookup(facts, path)
         if found is conditions.MISSING or found is None:
             return "?"
+        if style == "%" and isinstance(found, int | float) and not isinstance(found, bool):
+            percent = found * 100
+            return f"{percent:.0f} %" if percent == 0 or abs(percent) >= 1 else f"{percent:.2g} %"
         if isinstance(found, float):
             if found.is_integer():
                 return str(int(found))
@@ -59,7 +68,7 @@ def render_evidence(template: str, facts: dict[str, Any], answers: dict[str, Any
     while "{" in rest and "}" in rest.split("{", 1)[1]:
         head, tail = rest.split("{", 1)
         path, rest = tail.split("}", 1)
-        out.append(head + value(path.strip()))
+        out.append(head + value(path))
     return "".join(out) + rest
 
 
