@@ -78,6 +78,10 @@ def test_each_cause_is_found_and_its_fix_proven(
     assert changed == fixed and changed <= set(verdicts), (changed, verdicts)
     for code in changed:
         assert verdicts[code]["verdict"] == "cause gone", verdicts[code]
+    # Each change records the value it replaced, never a placeholder ("scenario default").
+    befores = {e["data"]["parameter"]: e["data"]["before"] for e in events if e["type"] == "change"}
+    if scenario == "kv-pressure":
+        assert befores["gpu_memory_utilization"] == "0.73", befores
     assert end["outcome"] == ("cause_remains" if remaining else "no_cause")
     assert set(end["causes_remaining"]) == remaining
     # LoadGen ran before the first change and after the last, and the two are set side by side.

@@ -24,6 +24,7 @@ import httpx
 from wizard.errors import UsageError, WizardError
 from wizard.nginx_runner import Nginx, find_nginx, free_port
 from wizard.operator import Decision
+from wizard.sim.scenarios import get_scenario
 
 SIM_FLAGS = {
     "gpu_memory_utilization": "--gpu-memory-utilization",
@@ -161,7 +162,12 @@ class DemoStack:
         """Apply one change for real and say what was done."""
         parameter, after = str(change["parameter"]), str(change["after"])
         if change["layer"] == "vllm":
-            before = self.sim_flags.get(parameter, "scenario default")
+            # What the simulator runs with now: a flag the demo set, else the scenario's own value,
+            # else what the walk read off the server (its log, cache_config_info).
+            known = get_scenario(self.scenario).changes.get(parameter, change.get("before"))
+            before = self.sim_flags.get(
+                parameter, "the simulator's default" if known is None else str(known)
+            )
             self.sim_flags[parameter] = after
             self._stop_sim()
             self._start_sim()
