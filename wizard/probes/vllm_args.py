@@ -232,6 +232,7 @@ class ArgsCollector:
     """
 
     def __init__(self) -> None:
+        self.busy = False
         self._reset()
         self._vllm_container = False
         self._pending_command: list[str] = []  # a manifest's command: before its args:
@@ -247,11 +248,6 @@ class ArgsCollector:
         self._list_key = "args"
         self._chars = 0
 
-    @property
-    def busy(self) -> bool:
-        """Collecting a command or a list: every line goes to ``feed`` until it ends."""
-        return bool(self._shell) or self._list is not None
-
     @staticmethod
     def wants(line: str) -> bool:
         """Whether ``line`` may start a command or be part of a manifest (cheap: every line of a
@@ -263,6 +259,13 @@ class ArgsCollector:
 
     def feed(self, line: str, number: int) -> list[ServerArgs]:
         """One line; the commands it completed (usually none)."""
+        done = self._feed(line, number)
+        # Collecting a command or a list: every line comes here until it ends. An attribute, not
+        # a property: every line of a long log reads it.
+        self.busy = bool(self._shell) or self._list is not None
+        return done
+
+    def _feed(self, line: str, number: int) -> list[ServerArgs]:
         done: list[ServerArgs] = []
         if self._chars > MAX_COMMAND_CHARS:
             done.extend(self._give_up(number))
