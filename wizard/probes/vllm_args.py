@@ -227,8 +227,8 @@ def read_namespace(line: str, number: int) -> ServerArgs | None:
 class ArgsCollector:
     """Feed every line of a paste; completed command lines and manifests come back as ServerArgs.
 
-    Only lines that can be part of one are looked at (``wants``), so a long log pays one substring
-    test a line.
+    Only lines that can be part of one are looked at (``wants``, a few substring tests), so a long
+    log pays little for it.
     """
 
     def __init__(self) -> None:
@@ -283,11 +283,10 @@ class ArgsCollector:
             if not line.rstrip().endswith("\\"):
                 done.extend(self._end_shell())
             return done
-        if (image := IMAGE.match(line)) is not None:
-            self._vllm_container = "vllm" in image.group("image").split("/")[
-                -1
-            ] or "vllm/" in image.group("image")
+        if (image := IMAGE.match(line)) is not None:  # a container's image: no command itself
+            self._vllm_container = "vllm" in image.group("image")
             self._pending_command = []
+            return done
         if (key := MANIFEST_KEY.match(line)) is not None and "non-default args" not in line:
             done.extend(self._manifest_key(key, number))
             return done
