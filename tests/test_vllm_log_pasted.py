@@ -117,3 +117,18 @@ def test_a_manifest_pasted_on_stdin_through_the_cli() -> None:
         "v1",
     )
     assert report["runs_total"] == 1 and report["server_args_from"] == "manifest at line 10"
+
+
+def test_engine_config_line_keys_of_every_era() -> None:
+    report = read_lines([
+        "INFO 02-01 10:00:00 llm_engine.py:79] Initializing an LLM engine with config: model='m', "
+        "max_seq_len=4096, tensor_parallel_size=2, gpu_memory_utilization=0.85, max_num_seqs=64, "
+        "chunked_prefill_enabled=True, enforce_eager=None, seed=0)\n"
+    ])  # fmt: skip
+    assert (
+        report["gpu_memory_utilization"],
+        report["max_num_seqs"],
+        report["chunked_prefill"],
+    ) == (0.85, 64, True)
+    # "None" is no False (it was read as one): an unset value stays unknown.
+    assert report["enforce_eager"] is None
