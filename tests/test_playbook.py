@@ -214,6 +214,8 @@ def test_conditions_grammar_and_evaluation() -> None:
         {"answer": "q", "in": ["pcie", "nvlink"]}, {"fact": "a.list", "contains": 2},
         {"fact": "proxy.ttft", "gt": {"fact": "direct.ttft", "times": 1.5, "plus": 20}},
         {"answer": "n", "lt": {"answer": "n", "plus": 1}}, {"fact": "missing", "exists": False},
+        {"fact": "proxy.ttft", "gt": {"fact": "direct.ttft", "plus": {"fact": "a.b"}}},
+        {"fact": "proxy.ttft", "lt": {"fact": "direct.ttft", "plus": {"fact": "proxy.ttft"}}},
         {"all": [{"fact": "a.b", "eq": 5}, {"not": {"fact": "a.b", "eq": 6}}]},
         {"any": [False, {"fact": "a.list.1", "eq": 2}]},
     ]  # fmt: skip
@@ -221,6 +223,7 @@ def test_conditions_grammar_and_evaluation() -> None:
         False, {"fact": "missing", "gt": 1}, {"fact": "none", "gt": 1}, {"fact": "none", "exists": True},
         {"fact": "a.b", "gt": {"fact": "missing"}}, {"fact": "a.b", "gt": "text"},
         {"answer": "unasked", "eq": None},
+        {"fact": "a.b", "gt": {"fact": "direct.ttft", "plus": {"fact": "missing"}}},
     ]  # fmt: skip
     for condition in holds:
         conditions.check(condition)

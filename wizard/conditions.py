@@ -6,7 +6,7 @@ Grammar (YAML/JSON):
     {answer: "question_id", <op>: operand}
     {all: [cond, ...]}  {any: [cond, ...]}  {not: cond}
 An operand is a literal or a reference ``{fact: "x.y", times: 2, plus: 10}`` or ``{answer: id, ...}``
-(times/plus optional; ``times`` may itself be a reference, for a product of two facts),
+(times/plus optional; each may itself be a reference, for a product or a sum of two facts),
 so "proxy TTFT more than twice direct TTFT" is ``{fact: proxy.ttft_p50, gt: {fact: direct.ttft_p50,
 times: 2}}``. ``noise: <segment>`` raises the factor to at least 1 + the noise band the walk measured
 for that segment (the A/A pair, fact ``noise.<segment>``), so that a ratio the server's own noise can
@@ -89,6 +89,7 @@ def _check_operand(operand: Any) -> None:
             f"noise names a measured segment (ttft_ms...), got {operand['noise']!r}"
         )
     _check_operand(operand.get("times"))
+    _check_operand(operand.get("plus"))
 
 
 def evaluate(condition: Any, facts: Mapping[str, Any], answers: Mapping[str, Any]) -> bool:
@@ -128,10 +129,11 @@ def _operand(operand: Any, facts: Mapping[str, Any], answers: Mapping[str, Any])
         else answers.get(operand["answer"], MISSING)
     )
     times = _operand(operand.get("times", 1), facts, answers)
-    if value is MISSING or value is None or times is MISSING or times is None:
+    plus = _operand(operand.get("plus", 0), facts, answers)
+    if value is MISSING or value is None or times in (MISSING, None) or plus in (MISSING, None):
         return MISSING
     if "noise" in operand:
         band = lookup(facts, f"noise.{operand['noise']}")
         if isinstance(band, int | float):
             times = max(times, 1 + band)
-    return value * times + operand.get("plus", 0)
+    return value * times + plus
