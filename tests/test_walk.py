@@ -294,14 +294,15 @@ def test_chinese_walk(sim_factory: SimFactory, tmp_path: Path) -> None:
 def test_evidence_arguments_that_are_wrong_fail_in_one_line(
     healthy_sim: SimProcess, tmp_path: Path
 ) -> None:
-    for flag, value, message in (
-        ("--vllm-log", str(tmp_path / "missing.log"), "no such file"),
-        ("--host-evidence", str(tmp_path / "missing"), "no such folder"),
+    for flag, value in (
+        ("--vllm-log", str(tmp_path / "missing.log")),
+        ("--host-evidence", str(tmp_path / "missing")),
+        ("--nginx-conf", str(tmp_path / "missing.conf")),
     ):
         result, path = walk(tmp_path, "--target", healthy_sim.url, flag, value)
         assert result.returncode == 2 and not path.exists()
         assert result.stderr.strip().splitlines() == [
-            f"latency-wizard run: error: {value}: {message}"
+            f"latency-wizard run: error: {flag} {value}: no such file or folder"
         ]
 
 
