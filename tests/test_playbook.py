@@ -34,6 +34,7 @@ def minimal() -> dict[str, Any]:
                   "next": [{"to": "end"}]},
         },
         "findings": {"LAT001": {"cause": "proxy_buffering", "severity": "fail", "title": TEXT,
+                                "acts_on": list(PROCEDURE_ITEMS),
                                 "advice": TEXT, "evidence": "e", "docs": ["https://nginx.org"],
                                 "change": {"layer": "nginx", "parameter": "proxy_buffering",
                                            "apply": "proxy_buffering off;"}}},
@@ -58,6 +59,20 @@ def test_builtin_playbook_is_valid_and_covers_the_procedure() -> None:
     book = playbook.load()
     covered = {item for node in book.nodes.values() for item in node.covers}
     assert covered == set(PROCEDURE_ITEMS)
+    # Procedure items covered: every item is acted on by a rule (a finding some rule raises),
+    # a probe a node runs, or the closing audit, not only named where a node explains it.
+    acting = playbook.acted_on(book)
+    assert set(acting) == set(PROCEDURE_ITEMS), sorted(set(PROCEDURE_ITEMS) - set(acting))
+    raised = {rule.finding for node in book.nodes.values() for rule in node.rules}
+    for item, actors in acting.items():
+        for actor in actors:
+            assert actor in raised or actor.startswith("probe "), (item, actor)
+    # The items the coverage review found only explained now have rules of their own.
+    assert {"LAT017", "LAT014"} <= set(acting["P3.5"])
+    assert "LAT048" in acting["P4.7"]
+    assert {"LAT031", "LAT032"} <= set(acting["P4.1"]) & set(acting["P4.2"])
+    assert acting["P4.4"] == ["LAT032"]
+    assert not {a for a in acting["P7.5"] if a.startswith("probe ")}
     assert book.stages == (
         "baseline",
         "entry",
@@ -130,6 +145,10 @@ def _cycle_without_measurement(data: dict[str, Any]) -> None:
         (_set(["findings", "LAT001", "advice"], {"zh": "只有中文"}), "missing its 'en' text"),
         (_set(["nodes", "a", "covers"], ["P0.1"]), "procedure items not covered by any node: P0.2"),
         (_set(["nodes", "a", "covers"], [*PROCEDURE_ITEMS, "P9.9"]), "unknown procedure item 'P9.9'"),
+        (_set(["findings", "LAT001", "acts_on"], ["P0.1"]),
+         "procedure items no rule, probe or audit acts on (only explained): P0.2"),
+        (_set(["findings", "LAT001", "acts_on"], ["P9.9"]), "unknown procedure item 'P9.9' in acts_on"),
+        (_set(["nodes", "a", "probes", 0, "acts_on"], "P0.1"), "acts_on must be a list"),
         (_set(["nodes", "a", "stage"], "zero"), "unknown stage 'zero'"),
         (_set(["nodes", "a", "next"], [{"to": "ghost"}]), "edge to unknown node 'ghost'"),
         (_set(["nodes", "a", "next"], []), "has no 'next'"),

@@ -137,6 +137,21 @@ def test_step_time_model() -> None:
     assert step_time_ms(eager, 0, 8) > step_time_ms(base, 0, 8)
 
 
+def test_step_time_of_multi_node_layouts() -> None:
+    """TP across nodes pays the network on every all-reduce; tp = GPUs per node, pp = nodes
+    (the documented multi-node layout) keeps the all-reduce on NVLink and crosses once a step."""
+    base = SimConfig(interconnect="nvlink")
+    across = base.replace(tensor_parallel_size=4, nodes=2)
+    documented = base.replace(tensor_parallel_size=2, pipeline_parallel_size=2, nodes=2)
+    one_node = base.replace(tensor_parallel_size=4)
+    assert across.tp_spans_nodes and not documented.tp_spans_nodes
+    assert (across.gpus_per_node, documented.gpus_per_node) == (2, 2)
+    assert step_time_ms(across, 0, 8) > step_time_ms(documented, 0, 8) + 10
+    assert step_time_ms(documented, 0, 8) > step_time_ms(one_node, 0, 8)  # the hop costs a little
+    with pytest.raises(ConfigError, match="evenly over 2 nodes"):
+        resolve(base.replace(tensor_parallel_size=3, nodes=2))
+
+
 def test_resolve_applies_vllm_defaults() -> None:
     resolved = resolve(SimConfig())
     assert (resolved.max_num_batched_tokens, resolved.max_num_seqs) == (8192, 1024)

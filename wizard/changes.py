@@ -17,14 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from wizard import conditions
+from wizard import conditions, vllm_versions
 from wizard.vllm_defaults import SMALLEST_DEFAULT_BATCHED_TOKENS
 
 # Where the server's current engine configuration is read, most authoritative first: what the live
 # server reports about itself, then its log (the incident's run), then /v1/models.
 ROUNDS = ("loaded", "direct", "long", "proxy")
-# What an unset --gpu-memory-utilization resolves to (vLLM 0.34, non-extensible KV cache).
-UNSET_GPU_MEMORY_UTILIZATION = 0.92
 
 
 @dataclass(frozen=True)
@@ -56,6 +54,7 @@ def current(facts: dict[str, Any], key: str) -> Known | None:
         "max_num_seqs": ["vllmlog.max_num_seqs"],
         "max_num_batched_tokens": ["vllmlog.max_num_batched_tokens"],
         "chunked_prefill": ["vllmlog.chunked_prefill"],
+        "enforce_eager": ["vllmlog.enforce_eager"],
         "estimated_max_model_len": ["vllmlog.estimated_max_model_len"],
         "kv_cache_device": ["vllmlog.kv_cache_device"],
     }[key]
@@ -109,6 +108,9 @@ def server_config(facts: dict[str, Any]) -> dict[str, Any]:
     known = {key: current(facts, key) for key in keys}
     return {key: k.value for key, k in known.items() if k is not None}
 
+
+# A change's parameter (vLLM's name) under the key ``refusals`` and ``server_config`` use.
+CONFIG_KEYS = {"enable_chunked_prefill": "chunked_prefill"}
 
 Proposal = dict[str, Any]
 Computer = Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], Proposal]
@@ -164,8 +166,22 @@ def kv_room(facts: dict[str, Any], answers: dict[str, Any], template: dict[str, 
         }  # fmt: skip
     utilization = current(facts, "gpu_memory_utilization")
     if utilization is None and blocks is not None:
-        # The engine reported its cache configuration with the utilization unset: the default.
-        utilization = Known(UNSET_GPU_MEMORY_UTILIZATION, "vLLM's default (reported unset)")
+        # The engine reported its cache configuration with the utilization unset: the default,
+        # which depends on whether the KV cache is extensible (vLLM 0.34).
+        extensible = any(_fact(facts, f"{r}.server.enable_extensible_kv_cache") for r in ROUNDS)
+        utilization = Known(
+            vllm_versions.UNSET_GPU_MEMORY_UTILIZATION[extensible],
+            "vLLM's default (reported unset" + (", extensible KV cache)" if extensible else ")"),
+        )
+        if extensible:
+            # All of the device is the engine's already: more memory is not a lever, fewer
+            # sequences competing for the KV cache is (LAT015's).
+            fewer = fewer_seqs(facts, answers, template)
+            fewer["basis"] += (
+                "; the extensible KV cache already gives the engine the whole device "
+                "(unset --gpu-memory-utilization resolves to 1.0)"
+            )
+            return fewer
     if utilization is None:
         return _unknown(
             template, "gpu_memory_utilization",
@@ -304,7 +320,12 @@ def larger_budget(
 def budget_to_model_len(
     facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
 ) -> Proposal:
-    """LAT014: with chunked prefill off, the budget must hold one whole max_model_len prompt."""
+    """LAT014: with chunked prefill off, the budget must hold one whole max_model_len prompt.
+
+    No more than that: with chunked prefill off every prompt is prefilled whole whatever the
+    budget, so a larger one buys long prompts nothing and lets more of them share (and stretch)
+    one step.
+    """
     mml = current(facts, "max_model_len")
     budget = current(facts, "max_num_batched_tokens")
     if mml is None:
@@ -312,8 +333,87 @@ def budget_to_model_len(
             template, "max_model_len", "--max-num-batched-tokens <at least max_model_len>"
         )
     return _vllm("max_num_batched_tokens", budget, int(mml.value), (
-        f"max_model_len is {mml.value} and chunked prefill is off: one prompt must fit one step"
+        f"max_model_len is {mml.value} and chunked prefill is off: every prompt is prefilled in "
+        "one step, so the budget must hold the longest one (more only packs more prompts into "
+        "a step)"
     ))  # fmt: skip
+
+
+def chunked_prefill_on(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT017: chunked prefill on, so a long prompt is cut into steps of the budget's size."""
+    now = current(facts, "chunked_prefill")
+    if now is None or now.value is not False:
+        return _unknown(template, "whether chunked prefill is on",
+                        "read enable_chunked_prefill in the log's engine config line")  # fmt: skip
+    default = _fact(facts, "host.batch_budget_default")
+    step = f"{default} tokens (vLLM's default budget for this GPU class)" if default else (
+        "the budget (vLLM's default for the GPU class when it is not set)")  # fmt: skip
+    return {
+        "layer": "vllm", "parameter": "enable_chunked_prefill", "before": False,
+        "before_from": now.source, "after": True, "apply": "--enable-chunked-prefill",
+        "basis": "with chunked prefill off every prompt is prefilled whole, whatever "
+                 f"max_num_batched_tokens; on, a long prompt takes at most {step} per step and "
+                 "running decodes are scheduled first",
+    }  # fmt: skip
+
+
+def graphs_on(facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]) -> Proposal:
+    """LAT048: CUDA graphs back on (the server's log says it runs --enforce-eager)."""
+    now = current(facts, "enforce_eager")
+    if now is None or now.value is not True:
+        return _unknown(template, "enforce_eager",
+                        "read enforce_eager in the log's engine config line")  # fmt: skip
+    release = vllm_versions.server_release(facts)
+    memory = vllm_versions.graph_memory_note(release[0] if release else None)
+    return {
+        "layer": "vllm", "parameter": "enforce_eager", "before": True, "before_from": now.source,
+        "after": False, "apply": "start vLLM without --enforce-eager",
+        "basis": "the log says enforce_eager=True: every step launches its kernels one by one "
+                 f"instead of replaying a captured CUDA graph; {memory}",
+    }  # fmt: skip
+
+
+def parallel_layout(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT031 / LAT032: the same GPUs laid out so that no all-reduce leaves NVLink.
+
+    From the server's TP and PP and the GPUs it has on each node: tp = GPUs per node and pp =
+    nodes when the GPUs of a node share NVLink (the documented multi-node layout); without
+    NVLink (PCIe, or NVLink between some pairs only) pipeline parallelism over all of them.
+    """
+    tp, pp = answers.get("tensor_parallel_size"), answers.get("pipeline_parallel_size") or 1
+    nodes, link = answers.get("nodes") or 1, answers.get("interconnect")
+    if not tp:
+        return _unknown(template, "tensor_parallel_size",
+                        "--tensor-parallel-size <GPUs per node> --pipeline-parallel-size <nodes>")  # fmt: skip
+    tp, pp, nodes = int(tp), int(pp), int(nodes)
+    world = tp * pp
+    if world % nodes:
+        return _unknown(template, "how the GPUs are spread over the nodes",
+                        "--tensor-parallel-size <GPUs per node> --pipeline-parallel-size <nodes>")  # fmt: skip
+    per_node = world // nodes
+    if link in ("pcie", "mixed"):
+        after_tp, after_pp = 1, world
+        why = f"GPUs linked by {link}: pipeline parallelism over all {world} (P4.5)"
+    else:
+        after_tp, after_pp = per_node, nodes
+        why = (
+            f"{per_node} GPUs on each of {nodes} node(s): TP within a node, PP across nodes (P4.4)"
+        )
+    before, after = f"tp={tp} pp={pp}", f"tp={after_tp} pp={after_pp}"
+    basis = f"{world} GPUs, {why}"
+    if tp % after_tp:
+        basis += f"; check that the model's attention heads divide by {after_tp}"
+    return {
+        "layer": "vllm", "parameter": "parallel_layout", "before": before,
+        "before_from": "answers.tensor_parallel_size, answers.pipeline_parallel_size",
+        "after": after,
+        "apply": f"--tensor-parallel-size {after_tp} --pipeline-parallel-size {after_pp}",
+        "basis": basis,
+    }  # fmt: skip
 
 
 def model_len_that_fits(
@@ -444,6 +544,8 @@ COMPUTERS: dict[str, Computer] = {
     "read_timeout": read_timeout, "buffering_off": buffering_off,
     "gzip_without_event_stream": gzip_without_event_stream,
     "lower_client_concurrency": lower_client_concurrency, "prefix_caching_on": prefix_caching_on,
+    "chunked_prefill_on": chunked_prefill_on, "graphs_on": graphs_on,
+    "parallel_layout": parallel_layout,
 }  # fmt: skip
 
 
@@ -463,10 +565,19 @@ def propose(
         return dict(template)
     computed = COMPUTERS[name](facts, answers, template)
     change = {**{k: v for k, v in template.items() if k != "compute"}, **computed}
+    release = vllm_versions.server_release(facts) if change["layer"] == "vllm" else None
+    missing = (
+        vllm_versions.missing_flags(str(change.get("apply", "")), release[0]) if release else []
+    )
     if change.get("after") is not None and change.get("before") == change["after"]:
         change["not_applicable"] = f"{change['parameter']} is already {change['after']}"
+    elif missing and release:
+        change["not_applicable"] = (
+            f"vLLM {'.'.join(map(str, release[0]))} ({release[1]}) has no " + "; ".join(missing)
+        )
     elif change["layer"] == "vllm" and change.get("after") is not None:
-        problems = refusals({**server_config(facts), change["parameter"]: change["after"]})
+        key = CONFIG_KEYS.get(change["parameter"], change["parameter"])
+        problems = refusals({**server_config(facts), key: change["after"]})
         if problems:
             change["not_applicable"] = "vLLM would refuse to start: " + "; ".join(problems)
     return change

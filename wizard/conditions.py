@@ -2,7 +2,7 @@
 
 Grammar (YAML/JSON):
     true | false
-    {fact: "a.b.c", <op>: operand}      ops: eq ne gt ge lt le in contains exists
+    {fact: "a.b.c", <op>: operand}      ops: eq ne gt ge lt le in contains divides exists
     {answer: "question_id", <op>: operand}
     {all: [cond, ...]}  {any: [cond, ...]}  {not: cond}
 An operand is a literal or a reference ``{fact: "x.y", times: 2, plus: 10}`` or ``{answer: id, ...}``
@@ -25,6 +25,8 @@ COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
     "lt": operator.lt, "le": operator.le,
     "in": lambda value, options: value in options,
     "contains": lambda value, item: item in value,
+    # Whole multiples (the nodes divide the pipeline stages): the value divides the operand.
+    "divides": lambda value, whole: value != 0 and whole % value == 0,
 }  # fmt: skip
 SUBJECTS = ("fact", "answer")
 MODIFIERS = ("times", "plus", "noise")

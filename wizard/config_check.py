@@ -26,6 +26,12 @@ LOG_KEYS = (
     "num_gpu_blocks_override", "tensor_parallel_size", "pipeline_parallel_size",
     "chunked_prefill", "enforce_eager",
 )  # fmt: skip
+# vLLM's parameter names for the log's keys, where they differ (a change names vLLM's).
+LOG_NAMES = {"chunked_prefill": "enable_chunked_prefill"}
+# What vLLM derives from a declared change, so that it moves with it (never a second change): an
+# unset max_num_batched_tokens is max(max_model_len, the class default) with chunked prefill off
+# and the class default with it on (facts/vllm.md §3.1).
+CONSEQUENCES = {"enable_chunked_prefill": {"max_num_batched_tokens"}}
 
 
 def reported(round_facts: dict[str, Any], log_facts: dict[str, Any] | None) -> dict[str, Any]:
@@ -35,7 +41,7 @@ def reported(round_facts: dict[str, Any], log_facts: dict[str, Any] | None) -> d
     if log_facts:
         # A run's `non-default args` leave out what is at its default: absent is "default", so a
         # flag given in only one of two runs of the same server is a difference.
-        said.update({f"log.{k}": _or_default(log_facts.get(k)) for k in LOG_KEYS})
+        said.update({f"log.{LOG_NAMES.get(k, k)}": _or_default(log_facts.get(k)) for k in LOG_KEYS})
     return said
 
 
@@ -64,11 +70,14 @@ def judge(declared: str, diffs: dict[str, list[Any]], observable: set[str]) -> d
     """What the server's own description says of the declared one change.
 
     Keys seen in both sources (metrics and log) count once. ``num_gpu_blocks`` follows from an
-    override or the memory, so it is a consequence, not a second change.
+    override or the memory (CUDA graphs' too), so it is a consequence, not a second change; so
+    are the values vLLM derives from the declared one (``CONSEQUENCES``).
     """
     declared = declared.strip().lstrip("-").replace("-", "_")
     changed = sorted({parameter_name(k) for k in diffs})
     consequences = {"num_gpu_blocks"} if len(changed) > 1 else set()
+    if declared in changed:
+        consequences |= CONSEQUENCES.get(declared, set())
     causes = [name for name in changed if name not in consequences]
     if not causes:
         seen = declared in {parameter_name(k) for k in observable}

@@ -47,6 +47,7 @@ class ProbeCall:
     as_: str
     params: dict[str, Any]
     when: Any = True
+    acts_on: tuple[str, ...] = ()  # procedure items this probe carries out (not only explains)
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ class Finding:
     gone: Any = None
     gone_evidence: str = ""
     expected_worse: tuple[str, ...] = ()
+    acts_on: tuple[str, ...] = ()  # procedure items this finding's rule carries out
 
 
 @dataclass
@@ -201,6 +203,17 @@ def _paths(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, list) else (str(value),)
 
 
+def _items(value: Any, where: Path_, errors: _Collector) -> tuple[str, ...]:
+    """An ``acts_on`` list: procedure ids (shared/seed/procedure.md)."""
+    if not isinstance(value, list):
+        errors.add(where, "acts_on must be a list of procedure ids")
+        return ()
+    for item in value:
+        if item not in PROCEDURE_ITEMS:
+            errors.add(where, f"unknown procedure item '{item}' in acts_on")
+    return tuple(str(item) for item in value)
+
+
 def _text(value: Any, where: Path_, errors: _Collector, name: str) -> Text:
     if not isinstance(value, dict):
         errors.add(where, f"{name} must have en and zh texts")
@@ -273,6 +286,7 @@ def _node(node_id: str, body: Any, where: Path_, errors: _Collector) -> Node | N
         probes.append(ProbeCall(
             str(p["name"]), str(p.get("as", p["name"])), dict(p.get("params", {}) or {}),
             _condition(p.get("when", True), (*pwhere, "when"), errors),
+            _items(p.get("acts_on", []), (*pwhere, "acts_on"), errors),
         ))  # fmt: skip
     rules = []
     for i, r in enumerate(body.get("rules", []) or []):
@@ -359,6 +373,7 @@ def _finding(code: str, body: Any, where: Path_, errors: _Collector) -> Finding 
         gone=_condition(body["gone"], (*where, "gone"), errors) if "gone" in body else None,
         gone_evidence=str(body.get("gone_evidence", "")),
         expected_worse=tuple(str(s) for s in body.get("expected_worse", []) or []),
+        acts_on=_items(body.get("acts_on", []), (*where, "acts_on"), errors),
     )  # fmt: skip
 
 
@@ -430,3 +445,25 @@ def _validate_graph(playbook: Playbook, errors: _Collector) -> None:
     missing = [item for item in PROCEDURE_ITEMS if item not in covered]
     if missing:
         errors.add(("nodes",), f"procedure items not covered by any node: {', '.join(missing)}")
+    idle = [item for item in PROCEDURE_ITEMS if item not in acted_on(playbook)]
+    if idle:
+        errors.add(("nodes",), "procedure items no rule, probe or audit acts on (only explained): "
+                   + ", ".join(idle))  # fmt: skip
+
+
+def acted_on(playbook: Playbook) -> dict[str, list[str]]:
+    """Each procedure item a rule, a probe or the closing audit carries out, and what does it.
+
+    A finding counts only when some rule raises it, a probe only when a node runs it: naming an
+    item in a node's ``covers`` (where it is explained) is not acting on it.
+    """
+    acting: dict[str, list[str]] = {}
+    raised = {rule.finding for node in playbook.nodes.values() for rule in node.rules}
+    for code in sorted(raised & set(playbook.findings)):
+        for item in playbook.findings[code].acts_on:
+            acting.setdefault(item, []).append(code)
+    for node in playbook.nodes.values():
+        for call in node.probes:
+            for item in call.acts_on:
+                acting.setdefault(item, []).append(f"probe {call.name} ({node.id})")
+    return acting

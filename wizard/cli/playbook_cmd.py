@@ -48,9 +48,12 @@ def check_command(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return 1
+    from wizard.playbook import acted_on
+
     covered = {item for node in book.nodes.values() for item in node.covers}
     print(f"ok: {book.path}: {len(book.nodes)} nodes in {len(book.stages)} stages, "
-          f"{len(book.findings)} findings, {len(covered)} procedure items covered")  # fmt: skip
+          f"{len(book.findings)} findings, {len(covered)} procedure items covered, "
+          f"{len(acted_on(book))} acted on by a rule, a probe or the audit")  # fmt: skip
     return 0
 
 
@@ -118,6 +121,11 @@ def findings_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _code(template: str) -> str:
+    """An evidence template as table-safe inline code."""
+    return "`" + template.replace("|", "\\|").replace("`", "'") + "`"
+
+
 def _change_cell(change: dict[str, Any] | None) -> str:
     """A fixed change as its text; a computed one as its lever and how its value is computed."""
     if change is None:
@@ -126,24 +134,31 @@ def _change_cell(change: dict[str, Any] | None) -> str:
         return f"`{change['apply']}`"
     from wizard.changes import COMPUTERS
 
-    how = (COMPUTERS[change["compute"]].__doc__ or "").split(": ", 1)[-1].strip().rstrip(".")
+    # The summary paragraph of the computing function's docstring (the rest says how).
+    summary = (COMPUTERS[change["compute"]].__doc__ or "").split("\n\n")[0]
+    how = " ".join(summary.split(": ", 1)[-1].split()).rstrip(".")
     return f"{change.get('direction', 'set')} `{change['parameter']}` (computed: {how})"
 
 
 def findings_markdown(book: Any) -> str:
-    """Every finding: code, severity, cause, title, the change it proposes, docs."""
+    """Every finding: code, severity, cause, title, its evidence, the change it proposes, the
+    evidence that shows it gone, the procedure items it acts on, docs."""
     lines = [
         "# Finding codes",
         "",
         "Generated from `playbook/vllm-latency.yaml` by `latency-wizard playbook findings`; a test keeps",
-        "this page equal to the playbook.",
+        "this page equal to the playbook. `{a.b}` is a fact of the walk, `{answers.x}` an answer.",
         "",
-        "| code | severity | cause | title | the one change it proposes | docs |",
-        "|---|---|---|---|---|---|",
+        "| code | severity | cause | title | evidence | the one change it proposes "
+        "| shown gone by | acts on | docs |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for code, finding in sorted(book.findings.items()):
         change = _change_cell(finding.change)
         docs = " ".join(f"<{link}>" for link in finding.docs)
+        gone = _code(finding.gone_evidence) if finding.gone_evidence else "-"
+        acts = ", ".join(finding.acts_on) or "-"
         lines.append(f"| {code} | {finding.severity} | `{finding.cause}` | {finding.title['en']} / "
-                     f"{finding.title['zh']} | {change} | {docs} |")  # fmt: skip
+                     f"{finding.title['zh']} | {_code(finding.evidence)} | {change} | {gone} "
+                     f"| {acts} | {docs} |")  # fmt: skip
     return "\n".join(lines) + "\n"

@@ -45,6 +45,8 @@ VALUE_FLAGS: tuple[tuple[tuple[str, ...], str, type, str], ...] = (
     (("--sse-keep-alive-interval",), "sse_keep_alive_interval", float,
      "seconds between ': keep-alive' comments while a stream is idle (0 = off)"),
     (("--gpu-memory-gib",), "gpu_memory_gib", float, "simulated device memory (default 80)"),
+    (("--nodes",), "nodes", int,
+     "hosts the tp x pp GPUs are spread over, evenly (default 1; --host-evidence shows one)"),
     (("--kv-bytes-per-token",), "kv_bytes_per_token", int,
      "KV-cache bytes per token of the simulated model (default 131072, Llama-3.1-8B in bf16)"),
     (("--cpu-kvcache-space",), "cpu_kvcache_space_gib", float,
@@ -113,8 +115,7 @@ def register(subparsers: Any) -> None:
     engine.add_argument(
         "--enforce-eager",
         dest="enforce_eager",
-        action="store_const",
-        const=True,
+        action=argparse.BooleanOptionalAction,
         help="no CUDA graphs: faster start, slower steps, more KV memory",
     )
     engine.add_argument(
@@ -155,7 +156,7 @@ ENGINE_DESTS = (
 
 # Knobs of the simulation itself (hardware, framing, env vars): a real `vllm serve` has no such
 # argument, so they stay out of the logged `non-default args`.
-NOT_VLLM_ARGS = frozenset({"gpu_memory_gib", "interconnect", "x_accel_buffering_no",
+NOT_VLLM_ARGS = frozenset({"gpu_memory_gib", "nodes", "interconnect", "x_accel_buffering_no",
                            "metrics_generation", "log_stats_interval_s", "chat_template", "device",
                            "cpu_kvcache_space_gib", "kv_bytes_per_token"})  # fmt: skip
 # vLLM's names for the simulator's destinations, where they differ.

@@ -179,6 +179,7 @@ class _ServerWatch:
             "num_gpu_blocks_override": after.num_gpu_blocks_override,
             "gpu_memory_utilization": after.gpu_memory_utilization,
             "enable_prefix_caching": after.enable_prefix_caching,
+            "enable_extensible_kv_cache": after.enable_extensible_kv_cache,
             # Prompt tokens of this round the server looked up in its prefix cache, and found.
             "prefix_cache_queries": queried,
             "prefix_cache_hits": hits,

@@ -67,6 +67,8 @@ class MetricsSnapshot:
     num_gpu_blocks_override: int | None = None
     gpu_memory_utilization: float | None = None
     enable_prefix_caching: bool | None = None
+    # vLLM 0.34 on CUDA: an unset gpu_memory_utilization then resolves to 1.0, not 0.92.
+    enable_extensible_kv_cache: bool | None = None
     itl_smallest_bucket_s: float | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -187,6 +189,9 @@ def parse(text: str) -> MetricsSnapshot:
                 )
                 snap.enable_prefix_caching = {"True": True, "False": False}.get(
                     sample.labels.get("enable_prefix_caching", "")
+                )
+                snap.enable_extensible_kv_cache = {"True": True, "False": False}.get(
+                    sample.labels.get("enable_extensible_kv_cache", "")
                 )
     if not sums:
         snap.stats_disabled = True

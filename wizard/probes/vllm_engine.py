@@ -15,6 +15,7 @@ import re
 ENGINE_LINE, VERSION, MARK = 3, 2, 1  # how much a source weighs; a stronger one overrides
 VERSION_TEXT = re.compile(
     r"(?:server version|█\s+version|LLM engine \(v)\s*v?(?P<major>\d+)\.(?P<minor>\d+)"
+    r"(?P<rest>(?:\.\d+)?(?:[.+-]?[A-Za-z0-9]+)*)"
 )
 # (substring, generation, what it is). Checked only until a run's generation is known.
 # A file name counts in a log line's form ("name.py:NNN]"), never a traceback's ("name.py", line N).
@@ -58,6 +59,14 @@ def version_mark(line: str) -> tuple[str, str] | None:
     major, minor = int(match.group("major")), int(match.group("minor"))
     generation = generation_of_version(major, minor)
     return None if generation is None else (generation, f"version {major}.{minor}")
+
+
+def version_text(line: str) -> str | None:
+    """The release a version line names ("0.34.0", "0.9.2", "0.11.0rc1"), or None."""
+    match = VERSION_TEXT.search(line)
+    if match is None:
+        return None
+    return f"{match.group('major')}.{match.group('minor')}{match.group('rest')}"
 
 
 def code_mark(line: str) -> tuple[str, str] | None:

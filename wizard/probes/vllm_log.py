@@ -27,7 +27,14 @@ from typing import Any
 from wizard.numbers import MAX_DIGITS, parse_float, parse_int
 from wizard.probes import vllm_stats
 from wizard.probes.vllm_args import ArgsCollector, ServerArgs, read_namespace
-from wizard.probes.vllm_engine import ENGINE_LINE, MARK, VERSION, code_mark, version_mark
+from wizard.probes.vllm_engine import (
+    ENGINE_LINE,
+    MARK,
+    VERSION,
+    code_mark,
+    version_mark,
+    version_text,
+)
 from wizard.probes.vllm_run import (
     FIELDS_FROM_ARGS,
     MAX_NOTES,
@@ -318,6 +325,8 @@ class LogReader:
         run = self.run
         if run.engine_strength < VERSION and (version := version_mark(line)) is not None:
             run.set_engine(version[0], VERSION, version[1])
+        if run.version is None:
+            run.version = version_text(line)
         if (found := line.find("non-default args: ")) >= 0:
             _apply_args(run, line[found + len("non-default args: ") :], self.line_number)
         if "Namespace(" in line and (namespace := read_namespace(line, self.line_number)):
@@ -532,6 +541,17 @@ def _failed_to_start(kinds: list[str], report: dict[str, Any]) -> bool:
     return bool(START_UP_FAILURES.intersection(kinds)) and report["kv_cache_tokens"] is None
 
 
+def layout_on_nodes(facts: dict[str, Any], gpus_per_node: Any) -> dict[str, Any]:
+    """How many hosts the log's TP x PP needs when each has ``gpus_per_node`` GPUs (the GPU host's
+    own count), and how many of them it uses on each: a layout larger than one host spans
+    several (vLLM fills every node's GPUs), so CUDA_VISIBLE_DEVICES is judged per node."""
+    used = facts.get("gpus_used")
+    if not isinstance(used, int) or not isinstance(gpus_per_node, int) or gpus_per_node < 1:
+        return {"nodes_spanned": None, "gpus_used_per_node": used}
+    nodes = -(-used // gpus_per_node)
+    return {"nodes_spanned": nodes, "gpus_used_per_node": -(-used // nodes)}
+
+
 async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Walk probe: the log given with --vllm-log, else one found among the host evidence."""
     import asyncio
@@ -540,4 +560,6 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     if not path:
         return {"available": False}
     report = await asyncio.to_thread(read_file, str(path))
-    return {"available": True, "file": str(path), **walk_facts(report)}
+    facts = walk_facts(report)
+    return {"available": True, "file": str(path), **facts,
+            **layout_on_nodes(facts, params.get("gpus_per_node"))}  # fmt: skip

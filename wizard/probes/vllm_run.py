@@ -39,6 +39,7 @@ class Run:
     model: str | None = None
     engine: str | None = None
     engine_from: str | None = None  # what told the generation: its config line, version, a mark
+    version: str | None = None  # the release its banner or engine config line names
     server_args_from: str | None = None  # a pasted command line, manifest or Namespace dump
     kv_cache_tokens: int | None = None
     max_concurrency: float | None = None

@@ -65,8 +65,12 @@ class StepCosts:
     One engine step costs ``fixed_ms`` (kernel launches, sampling, scheduler) plus
     ``per_prefill_token_ms`` for every prompt token computed in the step and ``per_decode_seq_ms``
     for every sequence decoding one token. Compute is split across tensor-parallel ranks; each extra
-    TP rank adds an all-reduce cost that is an order of magnitude higher over PCIe than over NVLink.
-    Pipeline parallelism does not shorten one step for one request; each extra stage adds a hop.
+    TP rank adds an all-reduce cost that is an order of magnitude higher over PCIe than over NVLink,
+    and higher still over the network when the TP group spans nodes (its ranks wait for the
+    slowest link). Pipeline parallelism does not shorten one step for one request; each extra
+    stage adds a hop, a little dearer when it crosses nodes (one activation per step, not an
+    all-reduce per layer). Without CUDA graphs (``--enforce-eager``) every step launches its
+    kernels one by one from the CPU: ``eager_extra_ms`` more per step, whatever its batch.
     The defaults give ~10 ms decode steps at small batch and 5,000 prefill tokens per 100 ms.
     """
 
@@ -76,7 +80,9 @@ class StepCosts:
     per_decode_seq_ms: float = 0.08
     tp_allreduce_nvlink_ms: float = 0.4
     tp_allreduce_pcie_ms: float = 5.0
+    tp_allreduce_network_ms: float = 8.0
     pp_hop_ms: float = 0.5
+    pp_hop_network_ms: float = 1.5
 
 
 @dataclass(frozen=True)
@@ -113,6 +119,9 @@ class SimConfig:
     enable_prefix_caching: bool = True  # vLLM V1's default for a decoder-only LLM
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
+    # Hosts the TP x PP GPUs are spread over, the same number on each (ranks in vLLM's order:
+    # TP fastest, so a TP group stays on one node exactly when the nodes divide PP).
+    nodes: int = 1
     enforce_eager: bool = False
     gpu_memory_utilization: float | None = None
     sse_keep_alive_interval: float = 0.0
@@ -140,6 +149,16 @@ class SimConfig:
     def served_name(self) -> str:
         """The name clients use (``--served-model-name``, else the model)."""
         return self.served_model_name or self.model
+
+    @property
+    def gpus_per_node(self) -> int:
+        """GPUs of the layout on each node."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size // self.nodes
+
+    @property
+    def tp_spans_nodes(self) -> bool:
+        """True when a tensor-parallel group's all-reduce crosses the network."""
+        return self.nodes > 1 and self.pipeline_parallel_size % self.nodes != 0
 
     @property
     def vllm_version(self) -> str:
@@ -338,10 +357,16 @@ def _check_positive(config: SimConfig) -> None:
         "block_size": config.block_size,
         "tensor_parallel_size": config.tensor_parallel_size,
         "pipeline_parallel_size": config.pipeline_parallel_size,
+        "nodes": config.nodes,
     }
     for name, value in checks.items():
         if value is not None and value < 1:
             raise ConfigError(f"{name} must be at least 1, got {value}.")
+    world = config.tensor_parallel_size * config.pipeline_parallel_size
+    if world % config.nodes:
+        raise ConfigError(
+            f"{world} GPUs (tp x pp) cannot be spread evenly over {config.nodes} nodes."
+        )
     util = config.gpu_memory_utilization
     if util is not None and not 0 < util <= 1:
         raise ConfigError(f"gpu_memory_utilization must be in (0, 1], got {util}.")

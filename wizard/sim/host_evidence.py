@@ -43,9 +43,13 @@ def topology_text(gpus: int, nvlink: bool) -> str:
 def write(
     folder: Path, config: SimConfig, physical_cores: int = 32, visible_devices: str | None = None
 ) -> list[Path]:
-    """Write the simulated host's evidence files into ``folder``; return their paths."""
+    """Write the simulated host's evidence files into ``folder``; return their paths.
+
+    With several nodes the files are those of one of them (its own GPUs), as an engineer collects
+    them on one host.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    gpus = config.tensor_parallel_size * config.pipeline_parallel_size
+    gpus = config.gpus_per_node
     name = GPU_NAMES.get(config.gpu_memory_gib, f"NVIDIA GPU {config.gpu_memory_gib:.0f}GB")
     files = {
         "lscpu.txt": (

@@ -91,6 +91,36 @@ SCENARIOS: dict[str, Scenario] = {
             {"tensor_parallel_size": 4, "interconnect": "pcie"},
         ),
         Scenario(
+            "tp-across-nodes",
+            "--tensor-parallel-size 4 over two nodes of two NVLinked GPUs each (pp 1).",
+            "Every step's all-reduce crosses the network between the nodes: ITL several times the "
+            "healthy value although each node has NVLink. The host's files show two GPUs, the "
+            "log tp 4: the layout spans two nodes. Fix: --tensor-parallel-size 2 "
+            "--pipeline-parallel-size 2 (tp = GPUs per node, pp = nodes).",
+            ("multinode_layout",),
+            {"tensor_parallel_size": 4, "nodes": 2, "interconnect": "nvlink"},
+        ),
+        Scenario(
+            "enforce-eager",
+            "--enforce-eager: no CUDA graphs, every step launches its kernels from the CPU.",
+            "Every decode step costs more (TPOT above the healthy value at any batch size), the "
+            "log shows enforce_eager=True and no graph capture. Fix: start without "
+            "--enforce-eager (graphs take a little KV-cache memory back).",
+            ("cuda_graphs_off",),
+            {"enforce_eager": True},
+        ),
+        Scenario(
+            "chunked-prefill-off",
+            "--no-enable-chunked-prefill with --max-model-len 16384: vLLM raises the budget to "
+            "16384 and prefills every prompt whole.",
+            "A long prompt (12,000 tokens) is prefilled in one step that every decoding stream "
+            "waits for: ITL p99 far above the baseline's, whatever the budget. Fix: "
+            "--enable-chunked-prefill (the budget then falls back to the GPU class default and a "
+            "long prompt is cut into steps of that size).",
+            ("chunked_prefill_off",),
+            {"enable_chunked_prefill": False, "max_model_len": 16384},
+        ),
+        Scenario(
             "cold-start-heavy",
             "--tensor-parallel-size 4 reading a checkpoint from slow shared storage.",
             "Start-up takes seconds (weights read 4x, CUDA-graph capture), /health answers 503 "

@@ -13,11 +13,14 @@ def step_time_ms(config: SimConfig, prefill_tokens: int, decode_seqs: int) -> fl
     compute = (
         prefill_tokens * costs.per_prefill_token_ms + decode_seqs * costs.per_decode_seq_ms
     ) / tp
-    per_rank_allreduce = (
-        costs.tp_allreduce_nvlink_ms
-        if config.interconnect == "nvlink"
-        else costs.tp_allreduce_pcie_ms
-    )
+    if config.tp_spans_nodes:
+        per_rank_allreduce = costs.tp_allreduce_network_ms
+    elif config.interconnect == "nvlink":
+        per_rank_allreduce = costs.tp_allreduce_nvlink_ms
+    else:
+        per_rank_allreduce = costs.tp_allreduce_pcie_ms
     communication = (tp - 1) * per_rank_allreduce
-    hops = (config.pipeline_parallel_size - 1) * costs.pp_hop_ms
+    stages = config.pipeline_parallel_size - 1
+    across = min(stages, config.nodes - 1)  # stages laid out node after node
+    hops = (stages - across) * costs.pp_hop_ms + across * costs.pp_hop_network_ms
     return fixed + compute + communication + hops
