@@ -87,3 +87,26 @@ def test_an_undeclared_second_change_is_flagged_with_the_diff(tmp_path: Path) ->
         e["data"] for e in loaded.events if e["type"] == "finding" and e["data"]["code"] == "LAT091"
     ]
     assert flagged and "max_num_seqs" in flagged[0]["evidence"]
+
+
+def test_what_vllm_derives_from_the_declared_change_is_no_second_change() -> None:
+    """Chunked prefill on moves an unset budget with it (vLLM derives max_num_batched_tokens from
+    it), CUDA graphs on move the KV blocks: consequences, not undeclared changes. The same budget
+    move without chunked prefill changing is one."""
+    from wizard import config_check
+
+    before = config_check.reported(
+        {}, {"chunked_prefill": False, "max_num_batched_tokens": None, "enforce_eager": True}
+    )
+    after = config_check.reported(
+        {}, {"chunked_prefill": True, "max_num_batched_tokens": 8192, "enforce_eager": True}
+    )
+    diffs = config_check.differences(before, after)
+    verdict = config_check.judge("enable_chunked_prefill", diffs, set(before) & set(after))
+    assert verdict["verdict"] == "confirmed", verdict
+    budget_only = {"log.max_num_batched_tokens": diffs["log.max_num_batched_tokens"]}
+    assert (
+        config_check.judge("enable_chunked_prefill", budget_only, set(before))["verdict"] == "other"
+    )
+    graphs = {"log.enforce_eager": [True, False], "metrics.num_gpu_blocks": [7000, 6800]}
+    assert config_check.judge("enforce_eager", graphs, set(graphs))["verdict"] == "confirmed"

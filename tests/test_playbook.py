@@ -271,6 +271,17 @@ def test_a_ratio_within_the_measured_noise_is_no_difference() -> None:
         conditions.check({"fact": "x", "gt": {"fact": "y", "noise": 0.8}})
 
 
+def test_divides_tells_whole_multiples() -> None:
+    """The nodes divide the pipeline stages: every TP group stays on one node."""
+    rule = {"answer": "nodes", "divides": {"answer": "pp"}}
+    conditions.check(rule)
+    assert conditions.evaluate(rule, {}, {"nodes": 2, "pp": 4})
+    assert conditions.evaluate(rule, {}, {"nodes": 1, "pp": 3})
+    assert not conditions.evaluate(rule, {}, {"nodes": 2, "pp": 3})
+    assert not conditions.evaluate(rule, {}, {"nodes": 0, "pp": 3})
+    assert not conditions.evaluate(rule, {}, {"nodes": 2})
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(wizard_command(*args), capture_output=True, text=True, timeout=60)
 

@@ -43,6 +43,13 @@ ROWS = [
     # Prefix caching off: found from the server's own cache_config_info and counters, turned on
     # by the demo, and the shared-prefix round then served from the cache.
     ("prefix-caching-off", False, (), {"prefix_cache_off"}, set()),
+    # CUDA graphs off and chunked prefill off: found from the log's engine config, turned back on
+    # by the demo, and the restarted server's log shows them on.
+    ("enforce-eager", False, (), {"cuda_graphs_off"}, set()),
+    ("chunked-prefill-off", False, (), {"chunked_prefill_off"}, set()),
+    # TP across two nodes: the layout verdict from the log and one node's files; the demo cannot
+    # move GPUs between hosts.
+    ("tp-across-nodes", False, (), {"multinode_layout"}, {"multinode_layout"}),
     # Without the topology nothing shows the interconnect: the walk must not invent a cause.
     ("tp-over-pcie", False, ("host",), set(), set()),
 ]  # fmt: skip

@@ -50,6 +50,7 @@ def test_v0_2024() -> None:
     assert report["model"] == "meta-llama/Meta-Llama-3-8B-Instruct"  # from the engine config
     assert report["tensor_parallel_size"] == 2 and report["max_model_len"] == 8192
     assert report["enforce_eager"] is False
+    assert report["version"] == "0.5.1"  # the release the engine config line names
     assert report["stats"] == [{"running": 12, "waiting": 5, "gpu_kv_cache_usage_pct": 97.2,
                                 "prompt_throughput": 512.3, "generation_throughput": 210.4, "preemptions": 0,
                                 "swapped": 0}]  # fmt: skip
@@ -64,6 +65,7 @@ def test_v1_2025_two_line_kv_and_worker_prefixes() -> None:
     )  # fmt: skip
     assert report["max_num_seqs"] == 64 and report["gpu_memory_utilization"] == 0.85
     assert report["enforce_eager"] is True and report["max_model_len"] == 40960
+    assert report["version"] == "0.9.2"
     assert (
         report["stats"][0]["waiting"] == 9 and report["preemptions_seen"] is False
     )  # _fp: no preemption
@@ -539,3 +541,19 @@ def test_kv_cache_memory_in_both_wordings() -> None:
         "(Worker_TP0 pid=3) INFO 12-01 10:00:00 [gpu_worker.py:796] Available KV cache memory: 61.35 GiB\n"
     )
     assert gpu["kv_cache_memory_gib"] == 61.35
+
+
+def test_the_nodes_a_layout_spans_come_from_the_hosts_own_gpus() -> None:
+    """TP x PP against the GPUs of the host the files come from: more GPUs than one host has
+    means several nodes, and visible devices are then judged per node."""
+    from wizard.probes.vllm_log import layout_on_nodes
+
+    assert layout_on_nodes({"gpus_used": 16}, 8) == {"nodes_spanned": 2, "gpus_used_per_node": 8}
+    assert layout_on_nodes({"gpus_used": 4}, 8) == {"nodes_spanned": 1, "gpus_used_per_node": 4}
+    # The host's GPUs unknown (no files, a machine without GPUs): the layout's count as it is.
+    assert layout_on_nodes({"gpus_used": 4}, None) == {
+        "nodes_spanned": None,
+        "gpus_used_per_node": 4,
+    }
+    assert layout_on_nodes({"gpus_used": 4}, 0)["nodes_spanned"] is None
+    assert layout_on_nodes({"gpus_used": None}, 8)["gpus_used_per_node"] is None

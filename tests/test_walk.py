@@ -52,6 +52,10 @@ QUICK = {"run_loadgen": False}  # LoadGen has its own tests; the table stays fas
         ("no-chat-template", QUICK, {"chat_template_missing"}),
         ("cold-start-heavy", QUICK, {"cold_start_slow"}),
         ("tp-over-pcie", QUICK, {"tp_without_nvlink"}),
+        # Issue #16's items that only talked before: each one now found from its evidence.
+        ("tp-across-nodes", QUICK, {"multinode_layout"}),
+        ("enforce-eager", QUICK, {"cuda_graphs_off"}),
+        ("chunked-prefill-off", QUICK, {"chunked_prefill_off"}),
     ],
 )
 def test_scenarios_reach_their_causes(
@@ -96,6 +100,27 @@ def test_host_evidence_finds_too_few_cores_and_hidden_gpus(
     assert questions["physical_cores"]["default_from"] == "host.gpu_host.physical_cores"
     assert questions["nodes"]["default_from"] is None
     assert "gpus: default 4 from the evidence (vllmlog.gpus_used)" in result.stdout
+
+
+def test_the_documented_multi_node_layout_is_no_finding(
+    sim_factory: SimFactory, tmp_path: Path
+) -> None:
+    """tp 2 x pp 2 over two nodes of two NVLinked GPUs (tp = GPUs per node, pp = nodes): the
+    walk reads two nodes from the evidence and raises no layout finding (P4.4 used to fire on
+    any multi-node layout)."""
+    sim = sim_factory("--tensor-parallel-size", "2", "--pipeline-parallel-size", "2",
+                      "--nodes", "2")  # fmt: skip
+    result, path = walk(tmp_path, "--target", sim.url, "--vllm-log", str(sim.log_file),
+                        "--host-evidence", str(sim.host_evidence), answers=QUICK)  # fmt: skip
+    assert_walk_exit(result, path)
+    answers = {e["data"]["id"]: e["data"]["value"] for e in transcript.load(path).events
+               if e["type"] == "answer"}  # fmt: skip
+    assert (
+        answers["nodes"],
+        answers["tensor_parallel_size"],
+        answers["pipeline_parallel_size"],
+    ) == (2, 2, 2)
+    assert causes(path) == set()
 
 
 def test_without_evidence_the_operator_answers_for_the_topology(

@@ -33,7 +33,11 @@ SIM_FLAGS = {
     "max_model_len": "--max-model-len",
 }
 # Switches: "True" gives --NAME, "False" --no-NAME.
-SIM_SWITCHES = {"enable_prefix_caching": "enable-prefix-caching"}
+SIM_SWITCHES = {
+    "enable_prefix_caching": "enable-prefix-caching",
+    "enable_chunked_prefill": "enable-chunked-prefill",
+    "enforce_eager": "enforce-eager",
+}
 NGINX_DEFAULTS = {"proxy_buffering": "on", "proxy_read_timeout": "60s", "gzip_types": "text/html"}
 # The upstream framing under which nginx's default buffering batches a stream (see above).
 SIM_HTTP = "h11"
