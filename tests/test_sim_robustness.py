@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import SimProcess, wizard_command
 from wizard.probes.load import run_load
 from wizard.probes.stream import RequestSpec
+from wizard.sim.scenarios import SCENARIOS
 
 SimFactory = Callable[..., SimProcess]
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -94,9 +95,10 @@ def test_cli_help_and_scenarios() -> None:
     listing = run_cli("sim", "--list-scenarios")
     for name in ("healthy", "kv-pressure", "batch-budget-large", "batch-budget-small", "queue-saturation",
                  "no-chat-template", "tp-over-pcie", "cold-start-heavy", "auth-required",
-                 "chunked-prefill-off-bad-budget"):  # fmt: skip
+                 "chunked-prefill-off-bad-budget", "prefix-caching-off", "tp-across-nodes",
+                 "enforce-eager", "chunked-prefill-off"):  # fmt: skip
         assert f"\n{name}\n" in "\n" + listing.stdout
-    assert listing.stdout.count("finds: ") == 10
+    assert listing.stdout.count("finds: ") == len(SCENARIOS)
 
 
 def test_cli_unknown_scenario_is_a_usage_error() -> None:
@@ -105,7 +107,8 @@ def test_cli_unknown_scenario_is_a_usage_error() -> None:
     assert result.stderr.strip().splitlines() == [
         "latency-wizard sim: error: unknown scenario 'nope'; choose one of: healthy, kv-pressure, "
         "batch-budget-large, batch-budget-small, queue-saturation, no-chat-template, tp-over-pcie, "
-        "cold-start-heavy, auth-required, chunked-prefill-off-bad-budget"
+        "tp-across-nodes, enforce-eager, chunked-prefill-off, cold-start-heavy, auth-required, "
+        "prefix-caching-off, chunked-prefill-off-bad-budget"
     ]
 
 

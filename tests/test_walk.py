@@ -98,7 +98,11 @@ def test_host_evidence_finds_too_few_cores_and_hidden_gpus(
         "vllmlog.gpus_used",
     )
     assert questions["physical_cores"]["default_from"] == "host.gpu_host.physical_cores"
-    assert questions["nodes"]["default_from"] is None
+    # The log's TP 4 on a host with 4 GPUs (two of them visible): one node.
+    assert (questions["nodes"]["default"], questions["nodes"]["default_from"]) == (
+        1,
+        "vllmlog.nodes_spanned",
+    )
     assert "gpus: default 4 from the evidence (vllmlog.gpus_used)" in result.stdout
 
 

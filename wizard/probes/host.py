@@ -65,11 +65,14 @@ class Host:
         )
         # Cores matter against the GPUs of the same host: a machine without GPUs (the wizard's
         # laptop) says nothing about the GPU host's cores.
+        # ``gpus_total`` counts the host's GPUs whatever is visible: a layout larger than that
+        # spans several such hosts.
         facts["gpu_host"] = (
-            {"physical_cores": self.physical_cores, "gpus": visible or self.gpus}
+            {"physical_cores": self.physical_cores, "gpus": visible or self.gpus,
+             "gpus_total": self.gpus}
             if self.gpus and self.physical_cores
             else None
-        )
+        )  # fmt: skip
         return facts
 
 

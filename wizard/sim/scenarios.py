@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from wizard.errors import UsageError
-from wizard.sim.config import ColdStart, SimConfig
+from wizard.sim.config import ColdStart, SimConfig, StepCosts
 
 
 @dataclass(frozen=True)
@@ -111,14 +111,20 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "chunked-prefill-off",
-            "--no-enable-chunked-prefill with --max-model-len 16384: vLLM raises the budget to "
-            "16384 and prefills every prompt whole.",
-            "A long prompt (12,000 tokens) is prefilled in one step that every decoding stream "
-            "waits for: ITL p99 far above the baseline's, whatever the budget. Fix: "
-            "--enable-chunked-prefill (the budget then falls back to the GPU class default and a "
-            "long prompt is cut into steps of that size).",
+            "--no-enable-chunked-prefill with --max-model-len 16384 on an L40S-class GPU (48 GiB, "
+            "prefill at half an H100's speed): vLLM raises the budget to 16384 and prefills every "
+            "prompt whole.",
+            "A long prompt (12,000 tokens) is prefilled in one ~500 ms step that every decoding "
+            "stream waits for: ITL p99 far above the baseline's, whatever the budget. Fix: "
+            "--enable-chunked-prefill (the budget then falls back to the class default, 2048, "
+            "and a long prompt is cut into steps of that size behind the running decodes).",
             ("chunked_prefill_off",),
-            {"enable_chunked_prefill": False, "max_model_len": 16384},
+            {
+                "enable_chunked_prefill": False,
+                "max_model_len": 16384,
+                "gpu_memory_gib": 48.0,
+                "costs": StepCosts(per_prefill_token_ms=0.04),
+            },
         ),
         Scenario(
             "cold-start-heavy",
