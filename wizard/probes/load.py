@@ -20,6 +20,7 @@ import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import certifi
@@ -38,8 +39,11 @@ from wizard.probes.stream import (
 LAG_PROBE_INTERVAL_S = 0.01
 # Sustained lag, not a spike: the p99 is dominated by the burst of connection set-ups at the start.
 LAGGING_P90_MS = 5.0
-# The client is one asyncio thread: it is the bottleneck only when its own work fills a core.
+# The client is one asyncio thread: it is the bottleneck only when it never idles, running or
+# waiting for a CPU to run on (the kernel's schedstat tells the two apart); without schedstat,
+# when its own work fills a core.
 SATURATED_CPU_FRACTION = 0.9
+SCHEDSTAT = Path("/proc/thread-self/schedstat")
 # Warm and alone, a request is written out 0.7-1 ms after it is stamped (1.3-2.5 ms at 2-4 streams
 # on the reference machine: anyio's locks and writes yield to the loop, and each yield waits for
 # the other streams' events to be handled). A typical request held back longer means the client
@@ -61,6 +65,8 @@ class ClientHealth:
     send_delay_p99_ms: float = 0.0
     cpu_s: float = 0.0
     output_tokens: int = 0
+    # The loop's thread, per wall second: running or waiting for a CPU (None: no schedstat here).
+    runnable_fraction: float | None = None
 
     @property
     def send_delayed(self) -> bool:
@@ -69,7 +75,15 @@ class ClientHealth:
 
     @property
     def saturated(self) -> bool:
-        """True when the client's own work filled its core: it, not the server, set the pace."""
+        """True when the client never idled: it, not the server, set the pace.
+
+        On a machine whose cores other processes hold, a client with work queued gets little CPU
+        yet is still the bottleneck; one that waits for the server's bytes is not, whatever the
+        lag. Hence the thread's runnable time (running plus waiting for a CPU) where the kernel
+        reports it.
+        """
+        if self.runnable_fraction is not None:
+            return self.runnable_fraction > SATURATED_CPU_FRACTION
         return self.cpu_fraction > SATURATED_CPU_FRACTION
 
     @property
@@ -90,10 +104,11 @@ class ClientHealth:
         """JSON shape, with the verdict and its reason."""
         reason = None
         if self.saturated:
+            busy = self.cpu_fraction if self.runnable_fraction is None else self.runnable_fraction
             reason = (
-                f"the client used {self.cpu_fraction:.0%} of a core (event-loop lag p90 "
-                f"{self.loop_lag_p90_ms:.1f} ms): its own work set the pace, its timings overstate "
-                "latency"
+                f"the client was busy {busy:.0%} of the time ({self.cpu_fraction:.0%} of a core "
+                f"running, event-loop lag p90 {self.loop_lag_p90_ms:.1f} ms): its own work set the "
+                "pace, its timings overstate latency"
             )
         elif self.contended:
             reason = (
@@ -114,6 +129,7 @@ class ClientHealth:
             "loop_lag_p99_ms": self.loop_lag_p99_ms,
             "loop_lag_max_ms": self.loop_lag_max_ms,
             "cpu_fraction": self.cpu_fraction,
+            "runnable_fraction": self.runnable_fraction,
             "cpu_s_per_1k_tokens": self.cpu_s_per_1k_tokens,
             "pool_wait_p99_ms": self.pool_wait_p99_ms,
             "send_delay_p50_ms": self.send_delay_p50_ms,
@@ -265,6 +281,7 @@ async def run_load(
         watcher = asyncio.create_task(watch.run())
         process = psutil.Process()
         cpu_before = sum(process.cpu_times()[:2])
+        runnable_before = _runnable_s()
         began = time.monotonic()
         try:
             await asyncio.gather(*(worker(i, c) for i, c in enumerate(clients)))
@@ -272,6 +289,12 @@ async def run_load(
             watcher.cancel()
         wall = time.monotonic() - began
         cpu = sum(process.cpu_times()[:2]) - cpu_before
+        runnable_after = _runnable_s()
+    runnable = (
+        (runnable_after - runnable_before) / wall
+        if wall and runnable_before is not None and runnable_after is not None
+        else None
+    )
     cold.sort(key=lambda s: s.send_ns)
     samples.sort(key=lambda s: s.send_ns)
     pool_waits = [s.pool_wait_ms for s in samples if s.pool_wait_ms is not None]
@@ -286,8 +309,18 @@ async def run_load(
         send_delay_p99_ms=percentile(delays, 99) or 0.0,
         cpu_s=cpu,
         output_tokens=sum(s.output_tokens for s in (*cold, *samples) if s.ok),
+        runnable_fraction=runnable,
     )
     return LoadResult(cold, samples, concurrency, health, wall)
+
+
+def _runnable_s() -> float | None:
+    """Seconds this thread has run or waited to run (Linux schedstat), None elsewhere."""
+    try:
+        on_cpu_ns, waiting_ns, _ = SCHEDSTAT.read_text().split()
+        return (int(on_cpu_ns) + int(waiting_ns)) / 1e9
+    except (OSError, ValueError):
+        return None
 
 
 def _advance(progress: Progress, sample: StreamSample) -> None:
