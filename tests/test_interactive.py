@@ -53,7 +53,8 @@ def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> N
     child.expect("resuming")
     prompts = [
         "How many GPUs", "physical CPU cores", r"LAT\d{3}: apply", "tensor-parallel-size",
-        "How are the GPUs linked", "How many nodes", LOADGEN_PROMPT, "walk complete",
+        "How are the GPUs linked", "How many nodes", LOADGEN_PROMPT, "pipeline-parallel-size",
+        "walk complete",
     ]  # fmt: skip
     declined = []
     previous: tuple[int, str] | None = None
@@ -79,6 +80,8 @@ def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> N
             child.sendline(CLEAR + "1")
         elif index == 6:
             child.sendline("n")
+        elif index == 7:
+            child.sendline(CLEAR + "1")
         else:
             break
     child.expect(pexpect.EOF)
