@@ -12,10 +12,12 @@ other fixtures spliced in. Hypothesis shrinks a failure to the fewest, smallest 
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -103,3 +105,12 @@ def mutated_bytes(draw: st.DrawFn, seeds: Sequence[str], tokens: Sequence[str] =
 def one_line(message: str) -> bool:
     """An operator's error: one non-empty line."""
     return bool(message.strip()) and "\n" not in message.strip()
+
+
+def rendered(renderable: Any) -> str:
+    """What the terminal would show (the CLI's own console, into a string)."""
+    from wizard.render import SafeConsole
+
+    screen = SafeConsole(file=io.StringIO(), width=100, highlight=False)
+    screen.print(renderable)
+    return screen.file.getvalue()  # type: ignore[attr-defined]

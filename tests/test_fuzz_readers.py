@@ -9,7 +9,7 @@ shrinks it to its smallest form. The long run: ``WIZARD_FUZZ_EXAMPLES=10000`` (b
 
 from __future__ import annotations
 
-import io
+import itertools
 import json
 import tempfile
 from pathlib import Path
@@ -20,7 +20,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.fuzzing import FUZZ, fixture_texts, mutated, mutated_bytes, one_line
+from tests.fuzzing import FUZZ, fixture_texts, mutated, mutated_bytes, one_line, rendered
 from wizard.errors import WizardError
 
 pytestmark = pytest.mark.timeout(600)
@@ -31,14 +31,6 @@ def printable_json(data: Any, source_size: int) -> str:
     text = json.dumps(data, allow_nan=False)
     assert len(text) <= 20 * source_size + 200_000, (len(text), source_size)
     return text
-
-
-def rendered(renderable: Any) -> str:
-    from wizard.render import SafeConsole
-
-    screen = SafeConsole(file=io.StringIO(), width=100, highlight=False)
-    screen.print(renderable)
-    return screen.file.getvalue()  # type: ignore[attr-defined]
 
 
 def refused(exc: WizardError) -> None:
@@ -157,7 +149,8 @@ def test_topology(text: str, visible: str | None) -> None:
     printable_json(topology, len(text))
 
 
-HOST = fixture_texts("host/*.txt") + [
+HOST = [
+    *fixture_texts("host/*.txt"),
     "CUDA_VISIBLE_DEVICES=0,1\nPATH=/usr/bin\n",
     "name, memory.total [MiB]\nNVIDIA H100 80GB HBM3, 81559 MiB\n",
 ]
@@ -192,9 +185,15 @@ ANSWERS = yaml.safe_dump(
      "nginx_dump": "/tmp/nginx-T.txt", "proxy_read_timeout_s": 60, "LAT001": "apply",
      "LAT010": {"layer": "vllm", "parameter": "max_num_seqs", "before": 256, "after": 128}}
 )  # fmt: skip
+
+
+def _nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+
+
 VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    _nested,
     max_leaves=8,
 )
 
@@ -261,7 +260,7 @@ def test_sse_events_split_anywhere(raw: bytes, cuts: list[int], max_tokens: int)
     parser = SseParser(sample, max_tokens=max_tokens)
     bounds = [0, *sorted(c % (len(raw) + 1) for c in cuts), len(raw)]
     try:
-        for now, (start, end) in enumerate(zip(bounds, bounds[1:], strict=False), start=1):
+        for now, (start, end) in enumerate(itertools.pairwise(bounds), start=1):
             parser.feed(raw[start:end], now * 1_000_000)
     except OversizedEventError as exc:
         assert one_line(str(exc))

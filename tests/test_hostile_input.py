@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.forge import write_rechained
 from wizard.errors import WizardError
 from wizard.probes import host, metrics, nginx_config, vllm_log
 from wizard.render import nginx_config_view
@@ -140,6 +141,16 @@ def test_nginx_include_cycles_and_blow_ups_end_with_one_line(
     assert "\n" not in str(caught.value)
 
 
+def test_nginx_version_with_thousands_of_digits_is_unknown(tmp_path: Path) -> None:
+    # Found by tests/test_fuzz_readers.py: int() refused the 5,000-digit version (ValueError).
+    (tmp_path / "nginx.conf").write_text(
+        "# nginx version: nginx/" + "9" * 5000 + "1.22.1\nhttp { }\n"
+    )
+    assert nginx_config.analyse(tmp_path)["nginx_version"] is None
+    (tmp_path / "nginx.conf").write_text("# nginx version: nginx/1.29.12\nhttp { }\n")
+    assert nginx_config.analyse(tmp_path)["nginx_version"] == "1.29.12"
+
+
 def test_nginx_same_file_included_twice_is_no_cycle(tmp_path: Path) -> None:
     source = _config(tmp_path, {
         "nginx.conf": "http { server { location /a { include p.conf; proxy_pass http://u; }\n"
@@ -165,24 +176,6 @@ def test_nginx_timeout_that_does_not_parse_is_shown_as_unknown(tmp_path: Path) -
     assert "?/?" in console.export_text()
 
 
-def _chained(tmp_path: Path, header: dict[str, object], events: list[dict[str, object]]) -> Path:
-    """A transcript whose chain verifies, whatever its events say (as a forger would write it)."""
-    import hashlib
-    import json
-
-    def canonical(record: dict[str, object]) -> str:
-        return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-    lines = [canonical(header)]
-    for seq, event in enumerate(events, start=1):
-        record = {**event, "seq": seq, "prev": hashlib.sha256(lines[-1].encode()).hexdigest()}
-        record["hash"] = hashlib.sha256(canonical(record).encode()).hexdigest()
-        lines.append(canonical(record))
-    path = tmp_path / "t.ndjson"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 @pytest.mark.parametrize(
     ("header", "event", "message"),
     [
@@ -201,7 +194,7 @@ def test_transcripts_that_verify_but_are_not_ours_end_with_one_line(
 ) -> None:
     from wizard import transcript
 
-    path = _chained(tmp_path, header, [event] if event else [])
+    path = write_rechained(tmp_path / "t.ndjson", header, [event] if event else [])
     with pytest.raises(transcript.TranscriptError, match=message):
         transcript.load(path)
 

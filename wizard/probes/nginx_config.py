@@ -49,7 +49,8 @@ ARRAY_DIRECTIVES = {"proxy_ignore_headers", "proxy_set_header", "gzip_types", "a
 INHERITED = {*DEFAULTS, *ARRAY_DIRECTIVES, "proxy_http_version", "proxy_buffer_size", "proxy_buffers",
              "proxy_busy_buffers_size", "proxy_max_temp_file_size"}  # fmt: skip
 CONNECT_TIMEOUT_CAP_S = 75
-NGINX_VERSION = re.compile(r"nginx(?: version: nginx)?/(\d+)\.(\d+)\.(\d+)")
+# Bounded: a pasted "nginx/" followed by thousands of digits is no version (int() refuses it).
+NGINX_VERSION = re.compile(r"nginx(?: version: nginx)?/(\d{1,6})\.(\d{1,6})\.(\d{1,6})(?!\d)")
 HTTP_11_DEFAULT_SINCE = (1, 29, 7)
 TEMPLATE = re.compile(r"\$\{\w+\}")
 
