@@ -11,6 +11,8 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from wizard.event_shapes import problem, unreadable_note
+
 SEVERITY_STYLE = {"info": "cyan", "warn": "yellow", "fail": "bold red"}
 VERDICT_STYLE = {
     "improved": "green",
@@ -39,6 +41,8 @@ def render_event(
     event: dict[str, Any], lang: str = "en", replay: bool = False
 ) -> RenderableType | None:
     """A renderable for one event, or None for events that show nothing on their own."""
+    if (why := problem(event)) is not None:  # written by another version or tool, or edited
+        return Text(f"  {unreadable_note(event, why)}", style="yellow")
     kind, data = event["type"], event["data"]
     if kind == "node_enter":
         return Group(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wizard import summary
+from wizard import event_shapes, summary
 from wizard.render_events import pick
 from wizard.transcript import Transcript
 
@@ -20,7 +20,15 @@ REPORT_SCHEMA_VERSION = 1
 
 def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
     """The report model (also the JSON export)."""
-    header, events = transcript.header, transcript.events
+    header = transcript.header
+    # An event that does not fit its shape (another version's, or edited) is left out, and said.
+    events, unreadable = [], []
+    for event in transcript.events:
+        why = event_shapes.problem(event)
+        if why is None:
+            events.append(event)
+        else:
+            unreadable.append(event_shapes.unreadable_note(event, why))
     facts: dict[str, Any] = {}
     steps, findings, changes, comparisons, measurements = [], [], [], [], []
     for event in events:
@@ -89,7 +97,8 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
         "final": final,
         "rounds": summary.rounds(events),
         "not_applied": summary.not_applied(events, lang),
-        "notes": [e["data"]["text"] for e in events if e["type"] == "note"],
+        "notes": [e["data"]["text"] for e in events if e["type"] == "note"] + unreadable,
+        "unreadable_events": unreadable,
     }
     report["tldr"]["changes"] = [summary.change_line(c, report["rounds"], lang) for c in changes]
     report["audit_flags"] = summary.flags(report, events, lang)

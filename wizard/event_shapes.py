@@ -1,0 +1,190 @@
+"""What replay and export read from each event, checked before they read it (issue #15).
+
+A transcript whose hash chain verifies may still come from another version or another tool, or
+have been edited and re-chained: an event may lack a key or carry a value of another type. Each
+event type's shape below lists what the renderers (``render_events``) and the summary
+(``report``, ``summary``) read from it; an event that does not fit is shown as one line saying
+what is wrong with it, and the summary leaves it out (and says so), instead of failing on it.
+
+The shape language: a type (``str``; ``NUMBER`` is an int or float, never a bool), ``ANY``,
+``TEXT`` (a string or an ``{en, zh}`` mapping), ``Opt(shape)`` (also None), ``[shape]`` (a list
+of it), ``Each(shape)`` (a mapping of anything to it), and a dict of keys to shapes (a key ending
+in ``?`` may be absent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Opt:
+    """The shape, or None."""
+
+    shape: Any
+
+
+@dataclass(frozen=True)
+class Each:
+    """A mapping whose every value has the shape."""
+
+    shape: Any
+
+
+ANY = object()
+NUMBER = (int, float)
+TEXT = (str, dict)
+OPT_NUMBER = Opt(NUMBER)
+
+# A round's statistics as the measure probe records them (render_events.measurement_table).
+ROUND_STATS = Opt({"ttft_p50": OPT_NUMBER, "ttft_p99": OPT_NUMBER, "tpot_p50": OPT_NUMBER,
+                   "tpot_p99": OPT_NUMBER, "itl_p99": OPT_NUMBER, "e2e_p50": OPT_NUMBER,
+                   "succeeded": int, "requests": int})  # fmt: skip
+MEASURE_FACTS = {
+    "path?": Opt(str),
+    "url?": Opt(str),
+    "steady?": ROUND_STATS,
+    "cold?": ROUND_STATS,
+    "server?": Opt(
+        {
+            "available?": ANY,
+            "kv_usage_max?": OPT_NUMBER,
+            "waiting_max?": OPT_NUMBER,
+            "preemptions?": OPT_NUMBER,
+            "ttft_outside_engine_ms?": OPT_NUMBER,
+        }
+    ),
+    "burst?": Opt({"max_events_per_read?": OPT_NUMBER, "p50_events_per_read?": OPT_NUMBER}),
+    "client?": Opt({"reason?": ANY}),
+}
+LOADGEN_FACTS = {"reasons?": Opt([str]), "client?": Opt(dict), "loadgen?": Opt(dict),
+                 "queries?": ANY, "succeeded?": ANY}  # fmt: skip
+# The facts of the probes whose results are drawn field by field; others are listed as they are.
+PROBE_FACTS = {
+    "measure": MEASURE_FACTS,
+    "validate": LOADGEN_FACTS,
+    "host": {"source": ANY, "interconnect": ANY, "gpu_names?": Opt([ANY]), "notes?": Opt([ANY])},
+    "vllm-log": {"file?": ANY, "errors?": Opt([{"kind": ANY, "line": ANY}])},
+    "nginx-config": {
+        "locations": list,
+        "findings": [{"code": ANY, "file": ANY, "line": ANY, "directive": ANY}],
+    },
+}
+SHAPES: dict[str, Any] = {
+    "node_enter": {"title": TEXT, "stage": str, "covers": [str], "explain": TEXT},
+    "question": {"id": str, "text": TEXT, "default": ANY},
+    "answer": {"id": str, "value": ANY},
+    "probe_result": {
+        "probe": str,
+        "as": str,
+        "round?": Opt(str),
+        "error": Opt(str),
+        "facts": Opt(dict),
+    },
+    "finding": {
+        "code": str,
+        "cause": str,
+        "severity": str,
+        "title": TEXT,
+        "evidence": str,
+        "advice": TEXT,
+        "change": Opt({"apply?": ANY}),
+        "docs": [str],
+    },
+    "change": {"layer": ANY, "parameter": ANY, "before": ANY, "after": ANY, "code?": ANY},
+    "comparison": {
+        "against": ANY,
+        "before": ANY,
+        "after": ANY,
+        "segments": [
+            {
+                "segment": ANY,
+                "before_p50": OPT_NUMBER,
+                "after_p50": OPT_NUMBER,
+                "change_ms": OPT_NUMBER,
+                "ci_low_ms": OPT_NUMBER,
+                "ci_high_ms": OPT_NUMBER,
+                "verdict": str,
+                "noise_band?": OPT_NUMBER,
+            }
+        ],
+    },
+    "verdict": {"code": ANY, "verdict": ANY, "round": ANY, "evidence": ANY},
+    "resume": {"at": ANY, "server?": Opt(dict)},
+    "config_check": {"verdict": ANY, "text": ANY},
+    "noise": {"bands": Each(NUMBER), "rounds": [ANY]},
+    "note": {"text": str},
+    "measurement": {
+        "as": str,
+        "round": ANY,
+        "steady": ANY,
+        "cold": ANY,
+        "fingerprint": ANY,
+        "spec": {"access_path": ANY},
+        "repeat_of?": ANY,
+    },
+    "end": {"findings": [ANY], "changes": ANY, "outcome?": ANY, "causes_remaining?": ANY},
+}
+
+
+def problem(event: dict[str, Any]) -> str | None:
+    """What in ``event`` does not fit its type's shape (one line), or None when it fits.
+
+    The envelope (``type`` a string, ``data`` a mapping) is checked on load (transcript.py).
+    """
+    kind, data = event["type"], event["data"]
+    shape = SHAPES.get(kind)
+    why = None if shape is None else _mismatch(data, shape, "data")
+    if why is None and kind == "probe_result" and data["error"] is None:
+        facts_shape = PROBE_FACTS.get(data["probe"])
+        if facts_shape is not None:
+            why = _mismatch(data["facts"] or {}, facts_shape, "data.facts")
+    return why
+
+
+def _mismatch(value: Any, shape: Any, where: str) -> str | None:
+    if shape is ANY:
+        return None
+    if isinstance(shape, Opt):
+        return None if value is None else _mismatch(value, shape.shape, where)
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return f"{where} is {_kind(value)}, not a mapping"
+        for key, inner in shape.items():
+            name = key.rstrip("?")
+            if name not in value:
+                if not key.endswith("?"):
+                    return f"{where}.{name} is missing"
+                continue
+            if (why := _mismatch(value[name], inner, f"{where}.{name}")) is not None:
+                return why
+        return None
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return f"{where} is {_kind(value)}, not a list"
+        for index, item in enumerate(value):
+            if (why := _mismatch(item, shape[0], f"{where}[{index}]")) is not None:
+                return why
+        return None
+    if isinstance(shape, Each):
+        if not isinstance(value, dict):
+            return f"{where} is {_kind(value)}, not a mapping"
+        for key, item in value.items():
+            if (why := _mismatch(item, shape.shape, f"{where}.{key}")) is not None:
+                return why
+        return None
+    if isinstance(value, bool) and bool not in (shape if isinstance(shape, tuple) else (shape,)):
+        return f"{where} is a bool"
+    if not isinstance(value, shape):
+        return f"{where} is {_kind(value)}"
+    return None
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else f"a {type(value).__name__}"
+
+
+def unreadable_note(event: dict[str, Any], why: str) -> str:
+    """The one line shown instead of an event that does not fit."""
+    return f"event {event.get('seq')} ({event['type'][:40]}) not shown: {why[:200]}"
