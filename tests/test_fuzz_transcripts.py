@@ -11,11 +11,12 @@ import copy
 import json
 import subprocess
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.forge import read_records, write_rechained
@@ -79,7 +80,9 @@ def edited(
     return header, events
 
 
-@FUZZ
+# Each example renders and exports a whole 200 KB transcript twice (~0.3 s): a wider deadline
+# than the readers' keeps a busy CI machine from calling it slow.
+@settings(FUZZ, deadline=timedelta(seconds=10))
 @given(st.integers(0, len(SEEDS) - 1), st.lists(EDIT, min_size=1, max_size=6))
 def test_replay_and_export_of_an_edited_transcript(
     seed: int, edits: list[tuple[int, str, list[int], Any, str]]
