@@ -147,3 +147,22 @@ def test_replay_and_export_of_a_forged_transcript_say_what_they_cannot_show(
             assert "not shown: data." in result.stdout, name
     unreadable = json.loads(outputs["json"])["unreadable_events"]
     assert unreadable and all(line.startswith("event ") and "\n" not in line for line in unreadable)
+
+
+@pytest.mark.parametrize(
+    ("event", "note"),
+    [
+        # Found by the fuzz: TypeError in str.join (render_events, the end line).
+        ({"type": "end", "data": {"findings": [None], "changes": 0}}, "data.findings[0] is null"),
+        ({"type": "node_enter", "data": {"title": "t", "stage": "s", "explain": "e"}},
+         "data.covers is missing"),
+        ({"type": "probe_result", "data": {"probe": "measure", "as": "direct", "error": None,
+                                           "facts": {"steady": {"ttft_p50": "fast"}}}},
+         "data.facts.steady.ttft_p50 is a str"),
+    ],
+)  # fmt: skip
+def test_an_event_that_does_not_fit_is_one_line(event: dict[str, Any], note: str) -> None:
+    from wizard.render_events import render_event
+
+    shown = rendered(render_event({"seq": 9, "t": "x", "node": None, **event}, replay=True))
+    assert shown.strip() == f"event 9 ({event['type']}) not shown: {note}"

@@ -124,7 +124,7 @@ SHAPES: dict[str, Any] = {
         "spec": {"access_path": ANY},
         "repeat_of?": ANY,
     },
-    "end": {"findings": [ANY], "changes": ANY, "outcome?": ANY, "causes_remaining?": ANY},
+    "end": {"findings": [str], "changes": ANY, "outcome?": ANY, "causes_remaining?": ANY},
 }
 
 
