@@ -201,9 +201,17 @@ def test_saturated_client_is_reported_not_trusted(healthy_sim: SimProcess) -> No
             await asyncio.sleep(0)
 
     result = _load_beside(burn, healthy_sim.url)
-    assert result.health.saturated and not result.health.contended
     client = result.to_dict()["client"]
-    assert client["cause"] == "client_saturated" and "overstate" in client["reason"]
+    # Never trusted. Its own work fills a core on a quiet machine; on one whose cores other
+    # processes hold it cannot get a core to fill, and by CPU alone it is told from a client
+    # kept waiting by others no more (its runnable time is reported, not judged: a healthy
+    # client beside a busy-polling vLLM is runnable over 90 % of the time too).
+    assert result.health.saturated != result.health.contended
+    if result.health.saturated:
+        assert client["cause"] == "client_saturated" and "overstate" in client["reason"]
+    else:
+        assert client["cause"] is None and "waiting for a CPU" in client["reason"]
+    assert client["runnable_fraction"] is None or client["runnable_fraction"] > 0.9
 
 
 def test_a_client_kept_off_the_cpu_is_contended_not_saturated(healthy_sim: SimProcess) -> None:

@@ -39,9 +39,7 @@ from wizard.probes.stream import (
 LAG_PROBE_INTERVAL_S = 0.01
 # Sustained lag, not a spike: the p99 is dominated by the burst of connection set-ups at the start.
 LAGGING_P90_MS = 5.0
-# The client is one asyncio thread: it is the bottleneck only when it never idles, running or
-# waiting for a CPU to run on (the kernel's schedstat tells the two apart); without schedstat,
-# when its own work fills a core.
+# The client is one asyncio thread: it is the bottleneck only when its own work fills a core.
 SATURATED_CPU_FRACTION = 0.9
 SCHEDSTAT = Path("/proc/thread-self/schedstat")
 # Warm and alone, a request is written out 0.7-1 ms after it is stamped (1.3-2.5 ms at 2-4 streams
@@ -75,15 +73,13 @@ class ClientHealth:
 
     @property
     def saturated(self) -> bool:
-        """True when the client never idled: it, not the server, set the pace.
+        """True when the client's own work filled its core: it, not the server, set the pace.
 
-        On a machine whose cores other processes hold, a client with work queued gets little CPU
-        yet is still the bottleneck; one that waits for the server's bytes is not, whatever the
-        lag. Hence the thread's runnable time (running plus waiting for a CPU) where the kernel
-        reports it.
+        Not judged by its runnable time (``runnable_fraction``, reported): beside a vLLM that
+        busy-polls a core, a healthy client waited for a CPU at every wake-up and was runnable
+        over 90 % of the time; called saturated, it halved its own concurrency and the real
+        queue under 8 streams was measured at 2. Such a client is contended, and says so.
         """
-        if self.runnable_fraction is not None:
-            return self.runnable_fraction > SATURATED_CPU_FRACTION
         return self.cpu_fraction > SATURATED_CPU_FRACTION
 
     @property
@@ -104,11 +100,10 @@ class ClientHealth:
         """JSON shape, with the verdict and its reason."""
         reason = None
         if self.saturated:
-            busy = self.cpu_fraction if self.runnable_fraction is None else self.runnable_fraction
             reason = (
-                f"the client was busy {busy:.0%} of the time ({self.cpu_fraction:.0%} of a core "
-                f"running, event-loop lag p90 {self.loop_lag_p90_ms:.1f} ms): its own work set the "
-                "pace, its timings overstate latency"
+                f"the client used {self.cpu_fraction:.0%} of a core (event-loop lag p90 "
+                f"{self.loop_lag_p90_ms:.1f} ms): its own work set the pace, its timings overstate "
+                "latency"
             )
         elif self.contended:
             reason = (
