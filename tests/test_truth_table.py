@@ -50,6 +50,10 @@ ROWS = [
     # TP across two nodes: the layout verdict from the log and one node's files; the demo cannot
     # move GPUs between hosts.
     ("tp-across-nodes", False, (), {"multinode_layout"}, {"multinode_layout"}),
+    # ... and after a restart (the queue's fix) the log is read again as at the start: the
+    # layout still spans two nodes of two, each showing its own GPUs (no LAT044).
+    ("tp-across-nodes+max_num_seqs=4", False, (), {"multinode_layout", "queue_saturation"},
+     {"multinode_layout"}),
     # Without the topology nothing shows the interconnect: the walk must not invent a cause.
     ("tp-over-pcie", False, ("host",), set(), set()),
 ]  # fmt: skip

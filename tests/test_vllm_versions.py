@@ -80,5 +80,8 @@ def test_an_unset_utilization_resolves_by_the_kv_cache_kind() -> None:
          "vllmlog": {"max_num_seqs": 256}},
         {},
     )  # fmt: skip
-    assert extensible and extensible["parameter"] == "max_num_seqs"
+    assert extensible and (extensible["parameter"], extensible["direction"]) == (
+        "max_num_seqs",
+        "lower",
+    )
     assert extensible["after"] < 256 and "extensible" in extensible["basis"]

@@ -176,7 +176,7 @@ def kv_room(facts: dict[str, Any], answers: dict[str, Any], template: dict[str, 
         if extensible:
             # All of the device is the engine's already: more memory is not a lever, fewer
             # sequences competing for the KV cache is (LAT015's).
-            fewer = fewer_seqs(facts, answers, template)
+            fewer = {**fewer_seqs(facts, answers, template), "direction": "lower"}
             fewer["basis"] += (
                 "; the extensible KV cache already gives the engine the whole device "
                 "(unset --gpu-memory-utilization resolves to 1.0)"

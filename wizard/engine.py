@@ -484,7 +484,14 @@ async def _check_one_change(
             return False
     log_after = None
     if log_before.get("available"):
-        await _probe(session, node, ProbeCall("vllm-log", "vllmlog", {}, True))
+        # The playbook's own call, so the log is read with the same parameters (the GPU host's
+        # GPUs, which say how many nodes the layout spans).
+        first = next(
+            (p for n in session.playbook.nodes.values() for p in n.probes
+             if p.name == "vllm-log" and p.as_ == "vllmlog"),
+            ProbeCall("vllm-log", "vllmlog", {}),
+        )  # fmt: skip
+        await _probe(session, node, ProbeCall(first.name, first.as_, first.params, True))
         new_log = session.facts.get("vllmlog") or {}
         # Only a new run in the log describes the restarted server.
         if (new_log.get("runs_count") or 0) > (log_before.get("runs_count") or 0):
