@@ -16,6 +16,7 @@ import pytest
 from rich.text import Text
 
 from tests.conftest import SimProcess, wizard_command
+from tests.faultserver import fault_server
 from wizard import playbook
 from wizard.probes import validate
 from wizard.probes.runner import ProbeContext
@@ -162,7 +163,9 @@ def test_every_query_404_is_error_not_valid(healthy_sim: SimProcess, tmp_path: P
     run = json.loads(out)["runs"][0]
     assert run["result"] == "ERROR" and run["scenario"] == "SingleStream"
     assert run["queries"] >= 64 and run["succeeded"] == 0 and run["failed"] == run["queries"]
-    assert run["errors"] == {"http_404": run["queries"]}
+    # The first queries all failed: the rest were completed unsent (nothing more to learn).
+    given_up = validate.GIVE_UP_AFTER_FAILURES
+    assert run["errors"] == {"http_404": given_up, "not_sent": run["queries"] - given_up}
     assert run["first_error"]["status"] == 404 and run["first_error"]["kind"] == "http_404"
     assert "`no-such-model` does not exist" in run["first_error"]["message"]
     assert run["reasons"][0].startswith(f"{run['queries']} of {run['queries']} queries failed")
@@ -177,6 +180,22 @@ def test_every_query_404_is_error_not_valid(healthy_sim: SimProcess, tmp_path: P
     assert "SingleStream: ERROR (0 of" in out and "VALID" not in out
     assert "queries failed (http_404:" in out and "not latency evidence" in out
     assert re.search(r"latency_p90_ms\s*│\s*-\s*│", out)  # the 404s' times are not shown
+
+
+def test_a_server_that_fails_every_query_slowly_is_given_up(tmp_path: Path) -> None:
+    """A server that trickles its answer out fails each query only at the read deadline; LoadGen
+    waits for all 64, so the run once took 64 deadlines (a walk's LoadGen step against it had not
+    ended after 200 s). Once the first queries all failed, the rest are completed unsent."""
+    with fault_server() as url:
+        process = validate_cli(f"{url}/trickle", tmp_path, "--model", "m", "--timeout", "0.5",
+                               "--min-duration", "1", "--json")  # fmt: skip
+        out, err = process.communicate(timeout=300)
+    assert process.returncode == 3, err  # ERROR: nothing could be measured
+    run = json.loads(out)["runs"][0]
+    assert run["result"] == "ERROR" and run["succeeded"] == 0
+    sent = run["queries"] - run["errors"]["not_sent"]
+    assert sent == validate.GIVE_UP_AFTER_FAILURES and run["errors"]["not_sent"] > 0
+    assert run["first_error"]["kind"] != "not_sent"  # the reason is the server's, first
 
 
 def test_a_server_that_goes_away_mid_run_is_invalid(sim_factory: Any, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -62,6 +63,8 @@ class ValidationSpec:
 
 
 Verdict = Literal["VALID", "INVALID", "ERROR"]
+# Queries that all failed, from the start of a run, after which the rest are not sent.
+GIVE_UP_AFTER_FAILURES = 8
 
 
 def failure_counts(samples: list[StreamSample]) -> dict[str, Any]:
@@ -292,12 +295,24 @@ def run_validation(
     gate = asyncio.Semaphore(spec.max_in_flight)
     samples: list[StreamSample] = []
 
+    def given_up() -> bool:
+        # LoadGen waits for every query it issued: against a server that fails each one slowly
+        # (a trickle, a timeout) a 64-query run took 64 read deadlines. Once the first queries
+        # all failed, the rest are completed unsent: the run is an ERROR whatever they would do.
+        return len(samples) >= GIVE_UP_AFTER_FAILURES and not any(s.ok for s in samples)
+
     async def serve(query_id: int) -> None:
-        async with gate:
-            sample = await measure_stream(
-                client, base_url, request, headers,
-                on_first_output=lambda: lg.FirstTokenComplete([lg.QuerySampleResponse(query_id, 0, 0)]),
+        if given_up():
+            sample = StreamSample(
+                send_ns=time.monotonic_ns(), error_kind="not_sent",
+                error=f"not sent: the first {GIVE_UP_AFTER_FAILURES} queries all failed",
             )  # fmt: skip
+        else:
+            async with gate:
+                sample = await measure_stream(
+                    client, base_url, request, headers,
+                    on_first_output=lambda: lg.FirstTokenComplete([lg.QuerySampleResponse(query_id, 0, 0)]),
+                )  # fmt: skip
         samples.append(sample)
         if on_sample is not None:
             on_sample(sample)
@@ -398,12 +413,7 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     outdir = Path(params.get("outdir") or tempfile.mkdtemp(prefix="latency-wizard-loadgen-"))
     url = ctx.url_for(params.get("path", "direct"))
     result = await asyncio.to_thread(
-        run_validation,
-        url,
-        request,
-        spec,
-        outdir,
-        ctx.headers,
+        run_validation, url, request, spec, outdir, ctx.headers, timeout_s=ctx.timeout_s
     )
     report = result.to_dict()
     report["outdir"] = str(outdir)
