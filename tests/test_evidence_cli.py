@@ -155,7 +155,7 @@ def test_itl_below_the_smallest_bucket_is_noted(tmp_path: Path, total: float, no
 def test_metrics_window_around_a_load_run_counts_preemptions(
     sim_factory: SimFactory, tmp_path: Path
 ) -> None:
-    sim = sim_factory("--scenario", "kv-pressure")
+    sim = sim_factory("--scenario", "kv-pressure", "--no-enable-prefix-caching")
     saved = tmp_path / "before.prom"
     assert probe("metrics", "--url", sim.url, "--save", str(saved)).returncode == 0
     loaded = probe("load", "--target", sim.url, "--concurrency", "8", "--requests", "16",

@@ -288,7 +288,9 @@ def test_gzip_with_buffering_holds_the_whole_stream(healthy_sim: SimProcess) -> 
 @requires_nginx
 def test_read_timeout_shorter_than_a_stall_cuts_the_stream(sim_factory: SimFactory) -> None:
     # A tiny token budget makes an 8,000-token prompt take ~1.4 s to prefill: a 1 s silence.
-    sim = sim_factory("--max-num-batched-tokens", "64", "--max-num-seqs", "64")
+    sim = sim_factory(
+        "--max-num-batched-tokens", "64", "--max-num-seqs", "64", "--no-enable-prefix-caching"
+    )  # the same prompt twice: no cache may serve the second
     with Nginx(sim.url, {"proxy_buffering": "off", "proxy_read_timeout": "1s"}) as nginx:
         report = verdict(sim.url, nginx.url, input_tokens=8000)
         error_log = nginx.error_log.read_text()
