@@ -69,7 +69,7 @@ def test_evidence_numbers_keep_their_meaningful_digits(value: Any, shown: str) -
 
 @pytest.mark.parametrize(
     ("value", "shown"),
-    [(1.0, "100 %"), (0.209, "21 %"), (0.0011101859561476468, "0.11 %"), (0, "0 %"),
+    [(1.0, "100 %"), (0.209, "21 %"), (0.0011101859561476468, "0.1 %"), (0, "0 %"),
      (None, "?"), ("on", "on")],
 )  # fmt: skip
 def test_fractions_read_as_percentages(value: Any, shown: str) -> None:

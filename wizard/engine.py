@@ -24,6 +24,7 @@ from wizard.operator import Decision, Operator, coerce
 from wizard.playbook import END, Finding, Node, Playbook, ProbeCall
 from wizard.probes.runner import ProbeContext, run_probe
 from wizard.transcript import TranscriptWriter
+from wizard.words import percent
 
 COMPARED_SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms")
 # An inconclusive verdict after a change is measured again, up to twice, before it is reported
@@ -41,8 +42,8 @@ def visited_key(node_id: str) -> str:
 def render_evidence(template: str, facts: dict[str, Any], answers: dict[str, Any]) -> str:
     """Fill ``{a.b.c}`` (facts) and ``{answers.x}`` placeholders; unknown values show as '?'.
 
-    ``{a.b.c:%}`` shows a fraction as a percentage (a KV peak of 0.0011 reads "0.11 %", not
-    "0.0011").
+    ``{a.b.c:%}`` shows a fraction as a percentage, as the summary writes it (a KV peak of
+    0.0011 reads "0.1 %", not "0.0011").
     """
 
     def value(spec: str) -> str:
@@ -55,8 +56,7 @@ def render_evidence(template: str, facts: dict[str, Any], answers: dict[str, Any
         if found is conditions.MISSING or found is None:
             return "?"
         if style == "%" and isinstance(found, int | float) and not isinstance(found, bool):
-            percent = found * 100
-            return f"{percent:.0f} %" if percent == 0 or abs(percent) >= 1 else f"{percent:.2g} %"
+            return percent(found)
         if isinstance(found, float):
             if found.is_integer():
                 return str(int(found))
