@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import server_under_load
 from wizard.engine import COMPARED_SEGMENTS, REPEATS_WHEN_INCONCLUSIVE
-from wizard.measure import MeasurementSpec, compare_rounds, noise_band
+from wizard.measure import MeasurementSpec, compare_rounds, noise_bands
 from wizard.probes.endpoints import served_model
 from wizard.probes.load import run_load
 from wizard.probes.stream import RequestSpec
@@ -45,7 +45,7 @@ async def trial(url: str, model: str) -> tuple[dict[str, str], int]:
     """The verdict per segment, and how many "after" rounds it took."""
     LAGS_MS.clear()
     before = [await one_round(url, model) for _ in range(2)]
-    bands = {s: band for s in COMPARED_SEGMENTS if (band := noise_band(before[0][s], before[1][s]))}
+    bands = noise_bands(before[0], before[1], COMPARED_SEGMENTS)
     after = [await one_round(url, model)]
     results = compare_rounds(before, after, COMPARED_SEGMENTS, bands)
     for _ in range(REPEATS_WHEN_INCONCLUSIVE):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
+import statistics
 import subprocess
 import time
 from collections import Counter
@@ -14,6 +16,7 @@ import pytest
 
 from tests.conftest import SimProcess, wizard_command
 from wizard.measure import (
+    ITL_PER_REQUEST,
     IncomparableError,
     Measurement,
     MeasurementSpec,
@@ -21,6 +24,7 @@ from wizard.measure import (
     compare_rounds,
     compare_values,
     noise_band,
+    noise_bands,
     percentile,
 )
 from wizard.probes.load import LoadResult, run_load
@@ -72,10 +76,10 @@ def test_fingerprint_is_stable_and_sensitive() -> None:
 
 def test_compare_values_verdicts() -> None:
     rng = random.Random(1)
-    base = [100 + rng.gauss(0, 3) for _ in range(30)]
-    faster = [60 + rng.gauss(0, 3) for _ in range(30)]
-    slower = [130 + rng.gauss(0, 3) for _ in range(30)]
-    same = [100 + rng.gauss(0, 3) for _ in range(30)]
+    base = [100 + rng.gauss(0, 3) for _ in range(24)]
+    faster = [60 + rng.gauss(0, 3) for _ in range(24)]
+    slower = [130 + rng.gauss(0, 3) for _ in range(24)]
+    same = [100 + rng.gauss(0, 3) for _ in range(24)]
     assert compare_values("ttft_ms", base, faster).verdict == "improved"
     assert compare_values("ttft_ms", base, slower).verdict == "regressed"
     assert compare_values("ttft_ms", base, same).verdict == "within noise"
@@ -121,13 +125,11 @@ def test_compare_real_measurements(sim_factory: SimFactory) -> None:
     first = load(healthy.url, concurrency=2, requests=10).measurement(spec)
     second = load(healthy.url, concurrency=2, requests=10).measurement(spec)
     third = load(healthy.url, concurrency=2, requests=10).measurement(spec)
+    assert len(first.values[ITL_PER_REQUEST]) == 10  # one ITL value per request (its median gap)
     slow = load(pcie.url, concurrency=2, requests=10).measurement(spec)
     # The A/A pair calibrates the band; nothing changed before the third round, so no verdict
     # may claim a change (on a busy machine an honest "inconclusive" is allowed, never improved).
-    bands = {
-        segment: noise_band(first.values[segment], second.values[segment]) or 0.0
-        for segment in ("ttft_ms", "tpot_ms", "itl_ms")
-    }
+    bands = noise_bands(first.values, second.values, ("ttft_ms", "tpot_ms", "itl_ms"))
     verdicts = {c.segment: c.verdict for c in compare(first, third, bands)}
     assert verdicts["tpot_ms"] in ("within noise", "inconclusive"), verdicts
     assert {c.segment: c.verdict for c in compare(first, slow, bands)}["tpot_ms"] == "regressed"
@@ -135,7 +137,7 @@ def test_compare_real_measurements(sim_factory: SimFactory) -> None:
 
 def test_the_noise_band_and_inconclusive() -> None:
     rng = random.Random(2)
-    base = [100 + rng.gauss(0, 3) for _ in range(30)]
+    base = [100 + rng.gauss(0, 3) for _ in range(24)]
     ten_percent = [v * 1.10 for v in base]
     assert compare_values("tpot_ms", base, ten_percent).verdict == "regressed"
     # A server whose A/A pair moved by 15 % cannot show a 10 % change.
@@ -178,6 +180,37 @@ def test_pooled_rounds_call_nothing_changed_within_noise() -> None:
     # Pooling must not blur a real change into noise: 60 % slower is never "within noise".
     slower = Counter(judged(0.6) for _ in range(60))
     assert slower["within noise"] == 0 and slower["regressed"] >= 0.9 * 60, slower
+
+
+def test_itl_is_judged_per_request_not_by_its_pooled_gaps() -> None:
+    """A round's ~1,000 gaps are clustered by request: an A/A pair must not read as a change.
+
+    Each request runs at its own pace (its batch, its neighbours) and its gaps sit close to that
+    pace. Bootstrapped as independent gaps, two rounds of the same server claimed a difference
+    in a third to a half of these pairs; one median per request claims one no more than chance.
+    """
+    rng = random.Random(11)
+
+    def round_of() -> dict[str, list[float]]:
+        paces = [rng.lognormvariate(math.log(20), 0.4) for _ in range(16)]
+        gaps = [[pace * rng.uniform(0.97, 1.03) for _ in range(15)] for pace in paces]
+        return {"itl_ms": [gap for request in gaps for gap in request],
+                ITL_PER_REQUEST: [statistics.median(request) for request in gaps]}  # fmt: skip
+
+    def claims(rounds: list[dict[str, list[float]]]) -> bool:
+        verdict = compare_rounds(rounds[:1], rounds[1:], ["itl_ms"])[0].verdict
+        return verdict in ("improved", "regressed")
+
+    pairs = [[round_of(), round_of()] for _ in range(24)]
+    per_request = sum(claims(pair) for pair in pairs)
+    pooled = sum(claims([{"itl_ms": r["itl_ms"]} for r in pair]) for pair in pairs)
+    assert per_request <= 2, per_request
+    assert pooled >= 8, pooled  # what an older transcript's rounds (pooled gaps only) still say
+    judged = compare_rounds(pairs[0][:1], pairs[0][1:], ["itl_ms"])[0]
+    assert judged.judged_by == ITL_PER_REQUEST and judged.samples == (16, 16)
+    # The A/A band of ITL comes from the same per-request values.
+    band = noise_bands(pairs[0][0], pairs[0][1], ["itl_ms"])["itl_ms"]
+    assert band == noise_band(pairs[0][0][ITL_PER_REQUEST], pairs[0][1][ITL_PER_REQUEST])
 
 
 def _load_beside(hog: Callable[[], Awaitable[None]], url: str) -> LoadResult:

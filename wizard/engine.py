@@ -18,7 +18,7 @@ from wizard.measure import (
     MeasurementSpec,
     check_comparable,
     compare_rounds,
-    noise_band,
+    noise_bands,
 )
 from wizard.operator import Decision, Operator, coerce
 from wizard.playbook import END, Finding, Node, Playbook, ProbeCall
@@ -339,12 +339,7 @@ def _noise(session: Session, node: Node, first_as: str, again: dict[str, Any]) -
     first = next((m for m in session.measurements if m["as"] == first_as), None)
     if first is None or first["fingerprint"] != again["fingerprint"]:
         return
-    bands = {
-        segment: band
-        for segment in COMPARED_SEGMENTS
-        if (band := noise_band(first["values"].get(segment, []), again["values"].get(segment, [])))
-        is not None
-    }
+    bands = noise_bands(first["values"], again["values"], COMPARED_SEGMENTS)
     session.facts["noise"] = bands
     session.record("noise", node.id, {"rounds": [first["round"], again["round"]], "bands": bands})
 

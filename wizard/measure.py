@@ -15,6 +15,13 @@ far end (a second interval of the same width fits inside it only about half the 
 of one state are pooled: the A/A pair is two rounds of the "before" state, and an inconclusive
 "after" is measured once more (``compare_rounds``); the repeated "after" pair is an A/A pair of
 its own, and the band is the wider of the two.
+
+ITL is judged per request. A round pools every gap of every request (about 1,000), but the gaps of
+one request are not independent samples: they share its batch, its neighbours and its moment on the
+server. Bootstrapping them as if they were made a 1,000-gap interval far narrower than the data
+supports, and two rounds of the same healthy server were "different". Each request's median gap is
+one independent value (``ITL_PER_REQUEST``), and the ITL verdict's interval is bootstrapped from
+those; the pooled gaps stay in ``itl_ms`` for percentiles and for readers of older transcripts.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from wizard.errors import WizardError
@@ -33,6 +40,10 @@ from wizard.errors import WizardError
 SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 Verdict = Literal["improved", "regressed", "within noise", "inconclusive"]
 PRACTICAL_THRESHOLD = 0.05  # a latency change under 5 % is not worth a round, whatever the noise
+# Each request's median inter-token gap: the independent samples an ITL verdict is judged on.
+ITL_PER_REQUEST = "itl_request_p50_ms"
+# A segment whose values are clustered by request, and the per-request values it is judged by.
+JUDGED_BY = {"itl_ms": ITL_PER_REQUEST}
 
 
 def percentile(values: Sequence[float], p: float) -> float | None:
@@ -109,6 +120,8 @@ class Comparison:
     ci_high_rel: float | None = None
     noise_band: float | None = None
     samples: tuple[int, int] = (0, 0)
+    # The values the interval was bootstrapped from, when not the segment's own (ITL: per request).
+    judged_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
@@ -190,6 +203,19 @@ def noise_band(before: Sequence[float], after: Sequence[float]) -> float | None:
     return math.expm1(max(-math.log1p(result.ci_low_rel), math.log1p(result.ci_high_rel)))
 
 
+def noise_bands(
+    first: dict[str, list[float]], again: dict[str, list[float]], segments: Sequence[str]
+) -> dict[str, float]:
+    """The band of each segment an A/A pair (two rounds, nothing changed) measured, from the values
+    each segment's verdict is judged by; segments too thin to tell are left out."""
+    bands = {}
+    for segment in segments:
+        key = judged_key(segment, (first, again))
+        if (band := noise_band(first.get(key, []), again.get(key, []))) is not None:
+            bands[segment] = band
+    return bands
+
+
 def check_comparable(before: MeasurementSpec, after: MeasurementSpec) -> None:
     """Refuse two specs that differ (P0.2, P6.6), naming the fields that do."""
     if before.fingerprint() != after.fingerprint():
@@ -215,14 +241,23 @@ def compare_rounds(
     for segment in segments:
         if not all(segment in r for r in (*before, *after)):
             continue
+        key = judged_key(segment, (*before, *after))
         band = (noise or {}).get(segment, 0.0)
         if len(after) >= 2:
-            band = max(band, noise_band(after[0][segment], after[1][segment]) or 0.0)
-        results.append(compare_values(
-            segment, [v for r in before for v in r[segment]],
-            [v for r in after for v in r[segment]], noise=band,
-        ))  # fmt: skip
+            band = max(band, noise_band(after[0][key], after[1][key]) or 0.0)
+        result = compare_values(
+            segment, [v for r in before for v in r[key]], [v for r in after for v in r[key]],
+            noise=band,
+        )  # fmt: skip
+        results.append(replace(result, judged_by=key) if key != segment else result)
     return results
+
+
+def judged_key(segment: str, rounds: Sequence[dict[str, list[float]]]) -> str:
+    """The values a segment's verdict is bootstrapped from in these rounds: its per-request values
+    (``JUDGED_BY``) when every round has them, else its own (a round from an older transcript)."""
+    per_request = JUDGED_BY.get(segment)
+    return per_request if per_request and all(per_request in r for r in rounds) else segment
 
 
 def compare(

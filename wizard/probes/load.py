@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ import certifi
 import httpx
 import psutil
 
-from wizard.measure import Measurement, MeasurementSpec, percentile
+from wizard.measure import ITL_PER_REQUEST, Measurement, MeasurementSpec, percentile
 from wizard.probes.stream import (
     RequestSpec,
     StreamSample,
@@ -161,6 +162,8 @@ class LoadResult:
                 "ttft_ms": [s.ttft_ms for s in ok if s.ttft_ms is not None],
                 "tpot_ms": [s.tpot_ms for s in ok if s.tpot_ms is not None],
                 "itl_ms": [gap for s in ok for gap in s.itl_ms],
+                # One value per request: its gaps are clustered, not independent (measure.py).
+                ITL_PER_REQUEST: [statistics.median(s.itl_ms) for s in ok if s.itl_ms],
                 "e2e_ms": [s.e2e_ms for s in ok if s.e2e_ms is not None],
             },
         )
