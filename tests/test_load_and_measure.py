@@ -28,6 +28,7 @@ from wizard.measure import (
     percentile,
 )
 from wizard.probes.load import LoadResult, run_load
+from wizard.probes.measure_probe import budget_estimate
 from wizard.probes.stream import RequestSpec
 
 SimFactory = Callable[..., SimProcess]
@@ -211,6 +212,14 @@ def test_itl_is_judged_per_request_not_by_its_pooled_gaps() -> None:
     # The A/A band of ITL comes from the same per-request values.
     band = noise_bands(pairs[0][0], pairs[0][1], ["itl_ms"])["itl_ms"]
     assert band == noise_band(pairs[0][0][ITL_PER_REQUEST], pairs[0][1][ITL_PER_REQUEST])
+
+
+def test_the_budget_estimate_is_the_tokens_of_one_step() -> None:
+    """A prompt of 12,000 tokens in steps of 2,048: a decoding stream's longest gap is one step
+    (here 100 ms), the prefill all of them; one step never holds more than the prompt."""
+    assert budget_estimate(12000, 100, 100 * 12000 / 2048) == 2048
+    assert budget_estimate(12000, 260, 250) == 12000  # one step held it all (and some jitter)
+    assert budget_estimate(12000, None, 250) is None and budget_estimate(12000, 100, 0) is None
 
 
 def _load_beside(hog: Callable[[], Awaitable[None]], url: str) -> LoadResult:

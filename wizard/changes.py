@@ -257,14 +257,14 @@ def _budget(facts: dict[str, Any]) -> Known | None:
 def smaller_budget(
     facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
 ) -> Proposal:
-    """LAT011: half the prefill tokens per step, never below what vLLM needs to start."""
-    budget = _budget(facts)
+    """LAT011: half the prefill tokens per step, never below what vLLM needs to start.
+
+    Without the log's budget, the long round's timing estimates it (``long.budget_estimate``):
+    the GPU class's default, else a power of two at most half the estimate.
+    """
+    budget = current(facts, "max_num_batched_tokens")
     if budget is None:
-        return _unknown(
-            template, "max_num_batched_tokens",
-            "--max-num-batched-tokens <half of today's value: read it in the log's non-default "
-            "args>",
-        )  # fmt: skip
+        return _below_measured_budget(facts, template)
     after = int(budget.value) // 2
     config = server_config(facts)
     floor = [config.get("max_num_seqs") or 1]
@@ -273,6 +273,31 @@ def smaller_budget(
     after = max(after, *floor)
     return _vllm("max_num_batched_tokens", budget, after, (
         f"half of today's {budget.value} prefill tokens per step"
+    ))  # fmt: skip
+
+
+def _below_measured_budget(facts: dict[str, Any], template: dict[str, Any]) -> Proposal:
+    estimate = _fact(facts, "long.budget_estimate")
+    if not isinstance(estimate, int) or estimate < 4:
+        return _unknown(
+            template, "max_num_batched_tokens",
+            "--max-num-batched-tokens <half of today's value: read it in the log's non-default "
+            "args>",
+        )  # fmt: skip
+    # LAT011 claims a budget above the class default only at twice the default (the estimate's
+    # margin): today's budget is taken to be above half the estimate, and the change stays there.
+    default = _fact(facts, "host.batch_budget_default")
+    if isinstance(default, int) and 2 * default < estimate:
+        after, target = default, f"vLLM's default for this GPU class, {default}"
+    else:
+        after = 1 << (estimate // 2).bit_length() - 1
+        target = f"{after}, at most half of that,"
+    after = max(after, int(server_config(facts).get("max_num_seqs") or 1))
+    return _vllm("max_num_batched_tokens", None, after, (
+        f"the log is not given: the long round's timing (its longest gap against its prefill "
+        f"time) puts today's budget near {estimate} prefill tokens per step; {target} is below "
+        "it. This assumes chunked prefill is on (V1's default): with it off, turning it on is "
+        "the lever"
     ))  # fmt: skip
 
 

@@ -36,6 +36,22 @@ DEFAULTS: dict[str, Any] = {
 MIN_OWN_TOKENS = 64
 
 
+def budget_estimate(input_tokens: int, stall_ms: Any, prefill_ms: Any) -> int | None:
+    """The server's prefill tokens per step, estimated from the round's own timing.
+
+    With chunked prefill, a prompt of P tokens is prefilled in steps of the budget B, and a stream
+    decoding meanwhile waits one step per gap: its longest gap is one step of B tokens, the
+    prompt's prefill about P / B of them. So P x longest gap / prefill time is about B, and never
+    more than P (one step holds the whole prompt). It is an estimate, not a bound (the longest gap
+    is a tail, a step's fixed costs lengthen it): a rule claims a direction from it only with a
+    wide margin. Only a round of long prompts sent while others decode (the batch stage's) says
+    much: elsewhere it is a small number, true and useless.
+    """
+    if not stall_ms or not prefill_ms:
+        return None
+    return int(min(input_tokens, input_tokens * float(stall_ms) / float(prefill_ms)))
+
+
 def flat_summary(summary: dict[str, Any]) -> dict[str, Any]:
     """``{"ttft_p50": ..., "tpot_p99": ..., "succeeded": ...}`` from a stream-report summary."""
     flat: dict[str, Any] = {}
@@ -91,6 +107,10 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     )  # fmt: skip
     report = result.to_dict()
     measurement = result.measurement(spec)
+    steady = flat_summary(report["steady"]["summary"])
+    server = watcher.summary(before, after, result.ok_samples)
+    # The engine's own prefill time leaves the queue and the network out; without it, TTFT.
+    prefill_ms = server.get("prefill_mean_ms") or steady["ttft_p50"]
     return {
         "path": settings["path"],
         "shared_prefix_tokens": shared,
@@ -98,13 +118,15 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         "model": model,
         "spec": asdict(spec),
         "fingerprint": spec.fingerprint(),
-        "steady": flat_summary(report["steady"]["summary"]),
+        "steady": steady,
+        # Prompt words a prefix cache may have served are not counted.
+        "budget_estimate": budget_estimate(input_tokens - shared, steady["itl_p99"], prefill_ms),
         "cold": flat_summary(report["cold"]["summary"]) if report["cold"] else None,
         "burst": report["steady"]["summary"]["burst"],
         "client": report["client"],
         "client_saturated": report["client"]["saturated"],
         "values": measurement.values,
-        "server": watcher.summary(before, after, result.ok_samples),
+        "server": server,
     }
 
 
@@ -152,7 +174,7 @@ class _ServerWatch:
             else None
         )
         waiting = [s.waiting for s in usable if s.waiting is not None]
-        queue = change["server_queue_mean_s"]
+        queue, prefill = change["server_queue_mean_s"], change["server_prefill_mean_s"]
         return {
             "available": True,
             "generation": after.generation,
@@ -171,6 +193,8 @@ class _ServerWatch:
             "kv_usage_max": peak([s.kv_cache_usage for s in usable]),
             "preemptions": change["preemptions"],
             "server_ttft_mean_ms": server_ttft * 1000 if server_ttft is not None else None,
+            # The engine's prefill time (scheduled to first token): no queue, no network.
+            "prefill_mean_ms": prefill * 1000 if prefill is not None else None,
             "ttft_outside_engine_ms": outside_ms,
             "itl_note": change["itl_note"],
             "kv_cache_tokens": after.kv_cache_tokens,
