@@ -81,8 +81,9 @@ def test_self_check_flags_requests_held_back() -> None:
     # Lag at low CPU is another process holding the core: that reason comes first.
     busy = ClientHealth(9.0, 12.0, 20.0, cpu_fraction=0.3, send_delay_p50_ms=21.0)
     assert busy.contended and "share this machine's cores" in busy.to_dict()["reason"]
-    # A full core is saturation whatever else was seen.
-    full = ClientHealth(1.0, 2.0, 3.0, cpu_fraction=0.95, send_delay_p50_ms=21.0)
+    # A full core with the loop late against its idle floor is saturation whatever else was seen.
+    full = ClientHealth(9.0, 12.0, 20.0, cpu_fraction=0.95, send_delay_p50_ms=21.0,
+                        loop_lag_floor_ms=1.0)  # fmt: skip
     assert full.to_dict()["cause"] == "client_saturated"
     quiet = ClientHealth(1.0, 2.0, 3.0, cpu_fraction=0.3, send_delay_p50_ms=0.8)
     assert not quiet.to_dict()["send_delayed"] and quiet.to_dict()["reason"] is None

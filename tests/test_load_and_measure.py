@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 import pytest
 
@@ -27,7 +28,7 @@ from wizard.measure import (
     noise_bands,
     percentile,
 )
-from wizard.probes.load import LoadResult, run_load
+from wizard.probes.load import ClientHealth, LoadResult, run_load
 from wizard.probes.measure_probe import budget_estimate
 from wizard.probes.stream import RequestSpec
 
@@ -223,11 +224,21 @@ def test_the_budget_estimate_is_the_tokens_of_one_step() -> None:
 
 
 def _load_beside(hog: Callable[[], Awaitable[None]], url: str) -> LoadResult:
+    """A load with ``hog`` running in the client's loop from its first finished request on
+    (after the loop's idle floor is measured, as the load's own work would be)."""
+
     async def run() -> LoadResult:
-        task = asyncio.create_task(hog())
+        loaded = asyncio.Event()
+
+        async def hog_under_load() -> None:
+            await loaded.wait()
+            await hog()
+
+        task = asyncio.create_task(hog_under_load())
         try:
             request = RequestSpec(model=MODEL, input_tokens=16, max_tokens=24)
-            return await run_load(url, request, concurrency=2, requests=4)
+            return await run_load(url, request, concurrency=2, requests=8,
+                                  on_progress=lambda _: loaded.set())  # fmt: skip
         finally:
             task.cancel()
 
@@ -254,6 +265,22 @@ def test_saturated_client_is_reported_not_trusted(healthy_sim: SimProcess) -> No
     else:
         assert client["cause"] is None and "waiting for a CPU" in client["reason"]
     assert client["runnable_fraction"] is None or client["runnable_fraction"] > 0.9
+
+
+def test_a_busy_client_that_keeps_up_is_not_the_bottleneck() -> None:
+    """LAT050 needs the client shown to be the bottleneck against its own floor: its loop woke
+    late under load compared with how late it woke with nothing in flight. A client using 95 %
+    of a core whose loop still wakes on time keeps up (it was called saturated by CPU alone)."""
+    keeps_up = ClientHealth(loop_lag_p90_ms=2.0, loop_lag_p99_ms=4.0, loop_lag_max_ms=6.0,
+                            cpu_fraction=0.95, loop_lag_floor_ms=1.5)  # fmt: skip
+    assert not keeps_up.saturated and not keeps_up.contended
+    assert keeps_up.to_dict()["cause"] is None
+    behind = replace(keeps_up, loop_lag_p90_ms=30.0)
+    assert behind.saturated and behind.to_dict()["cause"] == "client_saturated"
+    assert "1.5 ms with nothing in flight" in behind.to_dict()["reason"]
+    # The same lag on a machine whose loop is that late even idle: not the client's own work.
+    late_anyway = replace(behind, loop_lag_floor_ms=28.0)
+    assert not late_anyway.saturated and late_anyway.contended
 
 
 def test_a_client_kept_off_the_cpu_is_contended_not_saturated(healthy_sim: SimProcess) -> None:

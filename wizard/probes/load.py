@@ -42,6 +42,9 @@ LAG_PROBE_INTERVAL_S = 0.01
 LAGGING_P90_MS = 5.0
 # The client is one asyncio thread: it is the bottleneck only when its own work fills a core.
 SATURATED_CPU_FRACTION = 0.9
+# Wake-ups measured with nothing in flight, just before the load: the loop's own floor on this
+# machine now (the stock loop wakes 1.5 ms late at the median on the reference machine, idle).
+FLOOR_SAMPLES = 16
 SCHEDSTAT = Path("/proc/thread-self/schedstat")
 # Warm and alone, a request is written out 0.7-1 ms after it is stamped (1.3-2.5 ms at 2-4 streams
 # on the reference machine: anyio's locks and writes yield to the loop, and each yield waits for
@@ -66,6 +69,8 @@ class ClientHealth:
     output_tokens: int = 0
     # The loop's thread, per wall second: running or waiting for a CPU (None: no schedstat here).
     runnable_fraction: float | None = None
+    # How late the loop woke with nothing in flight, just before the load (median).
+    loop_lag_floor_ms: float = 0.0
 
     @property
     def send_delayed(self) -> bool:
@@ -74,14 +79,20 @@ class ClientHealth:
 
     @property
     def saturated(self) -> bool:
-        """True when the client's own work filled its core: it, not the server, set the pace.
+        """True when the client was the bottleneck: its own work filled its core, and its loop
+        handled events late against its own floor (how late it woke with nothing in flight).
 
-        Not judged by its runnable time (``runnable_fraction``, reported): beside a vLLM that
-        busy-polls a core, a healthy client waited for a CPU at every wake-up and was runnable
-        over 90 % of the time; called saturated, it halved its own concurrency and the real
-        queue under 8 streams was measured at 2. Such a client is contended, and says so.
+        A busy client whose loop still wakes on time keeps up: its timings hold, and halving its
+        streams would only measure a different load. Not judged by its runnable time
+        (``runnable_fraction``, reported): beside a vLLM that busy-polls a core, a healthy client
+        waited for a CPU at every wake-up and was runnable over 90 % of the time; called
+        saturated, it halved its own concurrency and the real queue under 8 streams was
+        measured at 2. Such a client is contended, and says so.
         """
-        return self.cpu_fraction > SATURATED_CPU_FRACTION
+        return (
+            self.cpu_fraction > SATURATED_CPU_FRACTION
+            and self.loop_lag_p90_ms > self.loop_lag_floor_ms + LAGGING_P90_MS
+        )
 
     @property
     def cpu_s_per_1k_tokens(self) -> float | None:
@@ -102,9 +113,9 @@ class ClientHealth:
         reason = None
         if self.saturated:
             reason = (
-                f"the client used {self.cpu_fraction:.0%} of a core (event-loop lag p90 "
-                f"{self.loop_lag_p90_ms:.1f} ms): its own work set the pace, its timings overstate "
-                "latency"
+                f"the client used {self.cpu_fraction:.0%} of a core and its event loop woke "
+                f"{self.loop_lag_p90_ms:.1f} ms late (p90; {self.loop_lag_floor_ms:.1f} ms with "
+                "nothing in flight): its own work set the pace, its timings overstate latency"
             )
         elif self.contended:
             reason = (
@@ -124,6 +135,7 @@ class ClientHealth:
             "loop_lag_p90_ms": self.loop_lag_p90_ms,
             "loop_lag_p99_ms": self.loop_lag_p99_ms,
             "loop_lag_max_ms": self.loop_lag_max_ms,
+            "loop_lag_floor_ms": self.loop_lag_floor_ms,
             "cpu_fraction": self.cpu_fraction,
             "runnable_fraction": self.runnable_fraction,
             "cpu_s_per_1k_tokens": self.cpu_s_per_1k_tokens,
@@ -204,8 +216,8 @@ class _LoopWatch:
     def __init__(self) -> None:
         self.lags_ms: list[float] = []
 
-    async def run(self) -> None:
-        while True:
+    async def run(self, samples: int | None = None) -> None:
+        while samples is None or len(self.lags_ms) < samples:
             before = time.monotonic()
             await asyncio.sleep(LAG_PROBE_INTERVAL_S)
             self.lags_ms.append((time.monotonic() - before - LAG_PROBE_INTERVAL_S) * 1000)
@@ -275,6 +287,8 @@ async def run_load(
             )
             for _ in range(concurrency)
         ]
+        idle = _LoopWatch()
+        await idle.run(FLOOR_SAMPLES)
         watch = _LoopWatch()
         watcher = asyncio.create_task(watch.run())
         process = psutil.Process()
@@ -308,6 +322,7 @@ async def run_load(
         cpu_s=cpu,
         output_tokens=sum(s.output_tokens for s in (*cold, *samples) if s.ok),
         runnable_fraction=runnable,
+        loop_lag_floor_ms=percentile(idle.lags_ms, 50) or 0.0,
     )
     return LoadResult(cold, samples, concurrency, health, wall)
 
