@@ -152,6 +152,8 @@ REAL_CONFIGS: dict[str, dict[str, Any]] = {
     "override16": {"args": ("--num-gpu-blocks-override", "16")},
     "chunked_off": {"args": ("--no-enable-chunked-prefill", "--max-num-batched-tokens", "512")},
     "no_template_key": {"chat_template": False, "api_key": REAL_API_KEY},
+    # The CPU build takes the flag: cache_config_info says enable_prefix_caching="False".
+    "prefix_off": {"args": ("--no-enable-prefix-caching",)},
 }
 
 

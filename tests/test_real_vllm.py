@@ -30,6 +30,7 @@ FAULT_CAUSES = {
     "queue_saturation", "kv_cache_preemption", "kv_cache_too_small_for_max_model_len",
     "chunked_prefill_budget", "chat_template_missing", "auth_failure", "proxy_buffering",
     "proxy_gzip_buffering", "client_saturated", "cpu_cores_insufficient", "server_not_started",
+    "prefix_cache_off",
 }  # fmt: skip
 
 
@@ -129,6 +130,9 @@ def test_healthy_real_server_has_no_cause(real_vllm: RealVllm, tmp_path: Path) -
     # server does stall decoding streams while it prefills a 1,920-token prompt, LAT011 warn, in
     # some runs: true of it, and not one of those faults.)
     assert not causes(loaded) & FAULT_CAUSES, causes(loaded)
+    # Prefix caching is on by default: the shared-prefix round is served from the cache.
+    prefix = round_facts(loaded, "prefix")["server"]
+    assert prefix["enable_prefix_caching"] is True and prefix["prefix_cache_hits"] > 0
 
 
 # -- faults the real server reproduces ------------------------------------------------------------
@@ -229,6 +233,28 @@ def test_api_key_and_missing_chat_template(real_vllm: RealVllm, tmp_path: Path) 
     assert "chat_template_missing" in causes(keyed) and "auth_failure" not in causes(keyed)
     for path in tmp_path.glob("walk-*.ndjson"):
         assert REAL_API_KEY not in path.read_text()
+
+
+@pytest.mark.real_vllm("prefix_off")
+def test_prefix_caching_off_is_found_by_the_servers_own_word(
+    real_vllm: RealVllm, tmp_path: Path
+) -> None:
+    """--no-enable-prefix-caching: the server's cache_config_info says so, its counters found
+    nothing of the round's shared prefix, and the engine prefilled it for every request."""
+    loaded = walk(tmp_path, real_vllm)
+    assert "prefix_cache_off" in causes(loaded)
+    prefix = round_facts(loaded, "prefix")
+    assert prefix["shared_prefix_tokens"] > 0
+    assert prefix["server"]["enable_prefix_caching"] is False
+    assert not prefix["server"]["prefix_cache_hits"]
+    finding = next(f for f in findings(loaded) if f["code"] == "LAT016")
+    assert "enable_prefix_caching=False" in finding["evidence"]
+    change = change_of(loaded, "LAT016")
+    assert (change["before"], change["after"], change["apply"]) == (
+        False,
+        True,
+        "--enable-prefix-caching",
+    )
 
 
 # -- real nginx in front of the real server -------------------------------------------------------
