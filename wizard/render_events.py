@@ -306,6 +306,8 @@ def _comparison(data: dict[str, Any]) -> Table:
             if row.get("expected")
             else VERDICT_STYLE.get(row["verdict"], "")
         )
-        table.add_row(row["segment"], _ms(row["before_p50"]), _ms(row["after_p50"]), _ms(row["change_ms"]), ci,
+        # ITL is judged by each request's median gap (measure.JUDGED_BY): say so beside it.
+        segment = f"{row['segment']} per request" if row.get("judged_by") else row["segment"]
+        table.add_row(segment, _ms(row["before_p50"]), _ms(row["after_p50"]), _ms(row["change_ms"]), ci,
                       Text(verdict, style=style))  # fmt: skip
     return table
