@@ -177,11 +177,9 @@ def test_run_auto_through_nginx_variants(
     # Informational and environmental causes may come along; the variant's own cause must be exact.
     # The read-timeout variant's 64-token budget also makes requests wait for the engine.
     extra = {"queue_saturation"} if "proxy_read_timeout" in expected else set()
-    assert expected <= found and found - expected <= {
-        "client_saturated",
-        "proxy_upstream_keepalive",
-        *extra,
-    }, found
+    # The measuring client is no longer among them: LAT050 needs it shown to be the bottleneck
+    # against its own floor, not a busy machine.
+    assert expected <= found and found - expected <= {"proxy_upstream_keepalive", *extra}, found
 
 
 def test_demo_interrupted_cleans_up_and_keeps_the_transcript(tmp_path: Path) -> None:
