@@ -8,6 +8,7 @@ by ``restore``, which is how ``resume`` continues a killed session.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -234,7 +235,17 @@ async def _visit(session: Session, node: Node) -> str:
     for question in node.ask:
         if not conditions.evaluate(question.when, session.facts, session.answers):
             continue
-        found = ((path, conditions.lookup(session.facts, path)) for path in question.default_facts)
+        # A question answered earlier on this walk (baseline.direct is walked again after an
+        # early nginx stage) keeps its answer.
+        earlier = (
+            [(f"answers.{question.id}", session.answers[question.id])]
+            if question.id in session.answers
+            else []
+        )
+        found = itertools.chain(
+            earlier,
+            ((path, conditions.lookup(session.facts, path)) for path in question.default_facts),
+        )
         default_from, default = next(
             # "unknown" is the readers' word for evidence that says nothing (no topology).
             (

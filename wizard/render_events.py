@@ -61,11 +61,13 @@ def render_event(
             return Text(f"  {data['id']}: default {data['default']}{source}", style="dim")
     if kind == "answer":
         if data.get("from_evidence"):
-            return Text(
-                f"  {data['id']} = {data['value']}  (from the evidence: {data['from_evidence']}; "
-                "not asked)",
-                style="cyan",
+            source = data["from_evidence"]
+            where = (
+                "answered earlier"
+                if source.startswith("answers.")
+                else f"from the evidence: {source}"
             )
+            return Text(f"  {data['id']} = {data['value']}  ({where}; not asked)", style="cyan")
         return Text(f"  {data['id']} = {data['value']}", style="cyan")
     if kind == "node_exit":
         done = data.get("stage_done")
