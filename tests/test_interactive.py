@@ -149,7 +149,8 @@ def test_a_server_fixed_after_a_failed_start_is_measured(tmp_path: Path) -> None
         time.sleep(1.0)
         child.send("n")
         child.expect("measuring direct: 4 streams")  # a status line while the round runs
-        child.expect("PASS entry: no cause found")  # past the baseline: it measured the fixed server
+        # Past the baseline (which found LAT014): the walk measured the fixed server.
+        child.expect("PASS entry: no cause found")
         child.sendintr()
         child.expect(pexpect.EOF)
         child.close()
