@@ -180,7 +180,10 @@ class ScriptedOperator:
             return Decision(
                 applied=True, layer=str(choice.get("layer", change.get("layer", ""))),
                 parameter=str(choice.get("parameter", change.get("parameter", ""))),
-                before=_str(choice.get("before")), after=_str(choice.get("after")),
+                # What the file leaves out is the proposal's: its value before comes from the
+                # evidence (the log, /metrics, the config), never left blank.
+                before=_str(choice.get("before", change.get("before"))),
+                after=_str(choice.get("after", change.get("after"))),
                 note="applied by the operator (answers file)",
                 restarted=bool(choice.get("restarted", False)),
             )  # fmt: skip
