@@ -58,6 +58,8 @@ def report_progress(
     if ctx.on_progress is None:
         return
     elapsed = time.monotonic() - began
+    if total is not None:  # LoadGen goes past its minimum count until its minimum duration
+        total = max(total, done)
     eta = None
     if total is not None and done:
         eta = max((total - done) * elapsed / done, floor_s - elapsed, 0.0)
