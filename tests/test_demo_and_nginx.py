@@ -82,6 +82,16 @@ def test_demo_finds_and_fixes_nginx_buffering(tmp_path: Path) -> None:
     # The demo says why its nginx batches: its upstream answers close-delimited (--http h11).
     assert "upstream:  the simulator runs with --http h11" in result.stdout
     assert f"transcript: {path}" in result.stdout
+    # The walk ends with the answer the summary leads with, then where the transcript is.
+    answer_at = result.stdout.index("Root cause: LAT001 The proxy buffers the token stream (FAIL)")
+    assert result.stdout.index("TL;DR") < answer_at < result.stdout.index(f"transcript: {path}")
+    assert "Proven effect: LAT001 cause gone in proxy#2: " in result.stdout[answer_at:]
+    # Every stage the walk left without a cause says so.
+    assert "PASS entry: no cause found" in result.stdout
+    assert "PASS nginx" not in result.stdout  # LAT001 was found there
+    # The demo's questions the evidence answers are shown, not asked (its API too).
+    asked = [e["data"]["id"] for e in events_of(path, "question") if e["data"].get("asked", True)]
+    assert "api" not in asked and "gpus" not in asked and "physical_cores" not in asked, asked
     assert f"latency-wizard export {path} --format md" in result.stdout
     assert f"latency-wizard export {path} --format text" in result.stdout
     # The summary of this fresh walk leads with its cause and the proof.

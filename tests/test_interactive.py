@@ -34,12 +34,23 @@ def spawn(*args: str) -> pexpect.spawn:
 
 @pytest.mark.timeout(400)
 def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> None:
+    """Asked: what the evidence cannot answer (the API of a server answering both, LoadGen, the
+    GPU count the host's files only suggest, what no log says); shown, not asked: the rest."""
     path = tmp_path / "interactive.ndjson"
-    child = spawn("run", "--target", healthy_sim.url, "--transcript", str(path))
+    child = spawn("run", "--target", healthy_sim.url, "--host-evidence",
+                  str(healthy_sim.host_evidence), "--transcript", str(path))  # fmt: skip
+    child.expect("Which API does the service use")  # it answers both: only the operator knows
+    time.sleep(1.0)
+    child.send("\r")  # the default, completions
     child.expect(LOADGEN_PROMPT)  # asked before the baseline: LoadGen runs before and after
     time.sleep(1.0)
-    child.sendline("n")
-    child.expect("How many GPUs")
+    child.send("n")  # a confirm takes the key alone: a newline would answer the next prompt
+    # The round's status line counts its requests: n of N, elapsed, and the time left.
+    child.expect(r"measuring direct: 4 streams, 16 requests of 64 \+ 64 tokens via completions: "
+                 r"\d+/20, \d+ s, about \d+ s left")  # fmt: skip
+    child.expect("PASS baseline: no cause found")
+    child.expect("How many GPUs")  # the host's files hold 1 GPU; this instance may use fewer
+    time.sleep(1.0)
     child.sendintr()  # Ctrl-C at the first question past the baseline
     child.expect("continue with: latency-wizard resume")
     child.expect(pexpect.EOF)
@@ -54,49 +65,46 @@ def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> N
     prompts = [
         "How many GPUs", "physical CPU cores", r"LAT\d{3}: apply", "tensor-parallel-size",
         "How are the GPUs linked", "How many nodes", LOADGEN_PROMPT, "pipeline-parallel-size",
-        "walk complete",
+        "Which API", "walk complete",
     ]  # fmt: skip
-    declined = []
+    declined, seen = [], []
     previous: tuple[int, str] | None = None
     while True:
         index = child.expect(prompts)
         if (index, child.after) == previous:
             continue  # the same prompt, redrawn after a keystroke
         previous = (index, child.after)
+        seen.append(prompts[index])
         # prompt_toolkit draws the question before it reads keys; typing too early loses them
         time.sleep(1.0)
         if index == 0:
-            child.sendline(CLEAR + "2")
-        elif index == 1:
-            child.sendline(CLEAR + "2")  # 2 cores for 2 GPUs: fewer than 2 + N
+            child.sendline(CLEAR + "31")  # 31 GPUs on the host's 32 cores: fewer than 2 + N
         elif index == 2:
             declined.append(child.after)
             child.send("\r")  # Enter: the default, "not applied (skip)"; applied needs a choice
-        elif index == 3:
+        elif index in (3, 5, 7):
             child.sendline(CLEAR + "1")
-        elif index == 4:
-            child.send("\r")  # the default choice
-        elif index == 5:
-            child.sendline(CLEAR + "1")
-        elif index == 6:
-            child.sendline("n")
-        elif index == 7:
-            child.sendline(CLEAR + "1")
-        else:
+        elif index == len(prompts) - 1:
             break
+        else:  # answered by the evidence (cores, the link) or earlier (API, LoadGen)
+            raise AssertionError(f"asked although known: {prompts[index]}")
+    child.expect(r"Root cause: LAT030")  # the walk ends with the answer
     child.expect(pexpect.EOF)
     child.close()
     assert "LAT030: apply" in declined
     assert child.exitstatus == 3  # a cause remains (the change was not applied)
     loaded = transcript.load(path)
     assert loaded.complete
-    answers = {e["data"]["id"]: e["data"]["value"] for e in loaded.events if e["type"] == "answer"}
-    assert (
-        answers["gpus"] == 2 and answers["physical_cores"] == 2 and answers["run_loadgen"] is False
-    )
+    answers = {e["data"]["id"]: e["data"] for e in loaded.events if e["type"] == "answer"}
+    assert answers["gpus"]["value"] == 31 and answers["run_loadgen"]["value"] is False
+    assert answers["physical_cores"] == {"id": "physical_cores", "value": 32,
+                                         "from_evidence": "host.gpu_host.physical_cores"}  # fmt: skip
+    assert answers["interconnect"]["from_evidence"] == "host.interconnect"
     assert "LAT030" in {e["data"]["code"] for e in loaded.events if e["type"] == "finding"}
     notes = [e["data"]["text"] for e in loaded.events if e["type"] == "note"]
     assert any("LAT030: change not applied (skipped by the operator)" in n for n in notes)
+    # Prompts on the whole walk: API, LoadGen, GPUs twice (the Ctrl-C), LAT030, TP, PP, nodes.
+    assert len(seen) == 6, seen
 
 
 @pytest.mark.timeout(300)
@@ -134,11 +142,15 @@ def test_a_server_fixed_after_a_failed_start_is_measured(tmp_path: Path) -> None
     try:
         time.sleep(1.0)
         child.send("y")
+        child.expect("Which API does the service use")  # the fixed server answers both
+        time.sleep(1.0)
+        child.send("\r")
         child.expect(LOADGEN_PROMPT)
         time.sleep(1.0)
-        child.sendline("n")
+        child.send("n")
         child.expect("measuring direct: 4 streams")  # a status line while the round runs
-        child.expect("How many GPUs")  # past the baseline: the walk measured the fixed server
+        # Past the baseline (which found LAT014): the walk measured the fixed server.
+        child.expect("PASS entry: no cause found")
         child.sendintr()
         child.expect(pexpect.EOF)
         child.close()

@@ -103,7 +103,9 @@ def test_host_evidence_finds_too_few_cores_and_hidden_gpus(
         1,
         "vllmlog.nodes_spanned",
     )
-    assert "gpus: default 4 from the evidence (vllmlog.gpus_used)" in result.stdout
+    # The log answers the question: shown with its source, not asked.
+    assert "gpus = 4  (from the evidence: vllmlog.gpus_used; not asked)" in result.stdout
+    assert questions["gpus"]["asked"] is False
 
 
 def test_the_documented_multi_node_layout_is_no_finding(

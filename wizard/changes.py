@@ -541,7 +541,9 @@ def lower_client_concurrency(
     after = max(1, now // 2) if now else None
     return {
         "layer": "measurement", "parameter": "concurrency", "before": now, "before_from": "direct.spec",
-        "after": after, "apply": f"measure with {after} streams" if after else "fewer streams",
+        # `run --concurrency N` is how an operator sets it on the next walk.
+        "after": after,
+        "apply": f"measure with {after} streams (run --concurrency {after})" if after else "fewer streams",
         "basis": "the measuring client is behind; fewer streams let it keep up",
     }  # fmt: skip
 

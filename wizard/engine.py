@@ -8,6 +8,7 @@ by ``restore``, which is how ``resume`` continues a killed session.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -25,6 +26,7 @@ from wizard.playbook import END, Finding, Node, Playbook, ProbeCall
 from wizard.probes.runner import ProbeContext, run_probe
 from wizard.transcript import TranscriptWriter
 from wizard.words import percent
+from wizard.workload import Workload
 
 COMPARED_SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms")
 # An inconclusive verdict after a change is measured again, up to twice, before it is reported
@@ -92,6 +94,15 @@ class Session:
     comparisons: list[dict[str, Any]] = field(default_factory=list)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     last_measure: dict[str, tuple[ProbeCall, dict[str, Any]]] = field(default_factory=dict)
+    # The stage being walked, and how many findings came before it (its PASS line counts the rest).
+    stage: str | None = None
+    stage_start: int = 0
+    stage_errors: int = 0  # probes of this stage that failed (a stage with one did not pass)
+
+    def enter_stage(self, stage: str) -> None:
+        """A node of ``stage`` is entered: a new stage starts when it differs from the last."""
+        if stage != self.stage:
+            self.stage, self.stage_start, self.stage_errors = stage, len(self.findings), 0
 
     def record(self, kind: str, node: str | None, data: dict[str, Any]) -> dict[str, Any]:
         """Write an event and show it."""
@@ -107,12 +118,14 @@ def restore(session: Session, events: list[dict[str, Any]]) -> str:
     for event in events:
         kind, data, node = event["type"], event["data"], event["node"]
         if kind == "node_enter":
+            session.enter_stage(data.get("stage"))
             key = visited_key(node)
             session.facts["visited"][key] = session.facts["visited"].get(key, 0) + 1
             next_node = node
         elif kind == "answer":
             session.answers[data["id"]] = data["value"]
         elif kind == "probe_result":
+            session.stage_errors += bool(data["error"])
             session.facts[data["as"]] = (
                 data["facts"] if not data["error"] else {"error": data["error"]}
             )
@@ -172,6 +185,8 @@ async def walk(session: Session, start: str | None = None) -> None:
             "has_proxy": bool(session.ctx.proxy),
             "target": session.ctx.target,
             "nginx_conf": session.ctx.nginx_conf,
+            # The API the operator named (run --endpoint, or the body's): no need to ask.
+            "endpoint": (session.ctx.workload or Workload()).endpoint,
         },
     )
     session.ctx.session = session  # the audit probe reads the session's history
@@ -212,6 +227,7 @@ async def _visit(session: Session, node: Node) -> str:
     session.record("node_enter", node.id, {
         "stage": node.stage, "title": node.title, "explain": node.explain, "covers": list(node.covers),
     })  # fmt: skip
+    session.enter_stage(node.stage)
     visited = session.facts["visited"]
     visited[visited_key(node.id)] = visited.get(visited_key(node.id), 0) + 1
     if node.sweep:
@@ -219,17 +235,38 @@ async def _visit(session: Session, node: Node) -> str:
     for question in node.ask:
         if not conditions.evaluate(question.when, session.facts, session.answers):
             continue
-        known = ((path, conditions.lookup(session.facts, path)) for path in question.default_facts)
+        # A question answered earlier on this walk (baseline.direct is walked again after an
+        # early nginx stage) keeps its answer.
+        earlier = (
+            [(f"answers.{question.id}", session.answers[question.id])]
+            if question.id in session.answers
+            else []
+        )
+        found = itertools.chain(
+            earlier,
+            ((path, conditions.lookup(session.facts, path)) for path in question.default_facts),
+        )
         default_from, default = next(
-            ((path, v) for path, v in known if v is not conditions.MISSING and v is not None),
+            # "unknown" is the readers' word for evidence that says nothing (no topology).
+            (
+                (path, v)
+                for path, v in found
+                if v is not conditions.MISSING and v not in (None, "unknown")
+            ),
             (None, question.default),
         )
+        # Evidence that answers the question is shown, not asked (an answers file still wins);
+        # a fact that only suggests the answer is asked to confirm.
+        known = default_from is not None and default_from not in question.confirm_facts
         session.record("question", node.id, {"id": question.id, "type": question.type, "text": question.text,
                                              "choices": list(question.choices), "default": default,
-                                             "default_from": default_from})  # fmt: skip
-        value = coerce(question, await session.operator.ask(question, default, session.lang))
+                                             "default_from": default_from, "asked": not known})  # fmt: skip
+        value = coerce(question, await session.operator.ask(question, default, session.lang, known))
         session.answers[question.id] = value
-        session.record("answer", node.id, {"id": question.id, "value": value})
+        answer = {"id": question.id, "value": value}
+        if known and value == default:
+            answer["from_evidence"] = default_from
+        session.record("answer", node.id, answer)
     for call in node.probes:
         if not conditions.evaluate(call.when, session.facts, session.answers):
             session.record(
@@ -243,8 +280,19 @@ async def _visit(session: Session, node: Node) -> str:
         if conditions.evaluate(rule.when, session.facts, session.answers):
             await _finding(session, node, session.playbook.findings[rule.finding])
     edge = next(e for e in node.next if conditions.evaluate(e.when, session.facts, session.answers))
-    session.record("node_exit", node.id, {"next": edge.to})
+    exit_data: dict[str, Any] = {"next": edge.to}
+    if edge.to == END or session.playbook.nodes[edge.to].stage != node.stage:
+        exit_data["stage_done"] = _stage_result(session, node.stage)
+    session.record("node_exit", node.id, exit_data)
     return edge.to
+
+
+def _stage_result(session: Session, stage: str) -> dict[str, Any]:
+    """A stage the walk leaves: the findings raised in it (no warn or fail: it passed)."""
+    raised = session.findings[session.stage_start :]
+    severe = [f["code"] for f in raised if f["severity"] in ("warn", "fail")]
+    return {"stage": stage, "passed": not severe and not session.stage_errors,
+            "findings": [f["code"] for f in raised], "failed_probes": session.stage_errors}  # fmt: skip
 
 
 async def _sweep(session: Session) -> None:
@@ -275,6 +323,10 @@ async def _probe(
         for key, value in call.params.items()
         if key not in ("repeat_of", "compare_with")
     }
+    # The incident's request shape (run --model/--endpoint/... or --request-body) and its API.
+    params = (session.ctx.workload or Workload()).round_params(
+        call.name, params, session.answers.get("api")
+    )
     label = round_label or call.as_
     cap = session.ctx.client_concurrency
     if call.name == "measure" and cap and int(params.get("concurrency", 1)) > cap:
@@ -287,6 +339,7 @@ async def _probe(
     finally:
         session.on_busy(None)
     session.facts[call.as_] = result.facts if result.error is None else {"error": result.error}
+    session.stage_errors += result.error is not None
     session.record("probe_result", node.id, {"as": call.as_, "round": label, **result.to_dict()})
     if call.name == "measure" and result.error is None:
         measurement = {"as": call.as_, "round": label, "fingerprint": result.facts["fingerprint"],

@@ -74,7 +74,13 @@ PROBE_FACTS = {
 SHAPES: dict[str, Any] = {
     "node_enter": {"title": TEXT, "stage": str, "covers": [str], "explain": TEXT},
     "question": {"id": str, "text": TEXT, "default": ANY},
-    "answer": {"id": str, "value": ANY},
+    "answer": {"id": str, "value": ANY, "from_evidence?": Opt(str)},
+    "node_exit": {
+        "next": str,
+        "stage_done?": Opt(
+            {"stage": str, "passed": bool, "findings": [str], "failed_probes?": ANY}
+        ),
+    },
     "probe_result": {
         "probe": str,
         "as": str,

@@ -75,10 +75,13 @@ class MeasurementSpec:
     access_path: str
     warm_state: Literal["cold", "steady"] = "steady"
     scenario: str = "closed-loop"
+    # The incident's request body (``run --request-body``), by its hash; None: synthetic prompts.
+    request_body: str | None = None
 
     def fingerprint(self) -> str:
-        """A short, stable hash of the spec."""
-        canonical = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        """A short, stable hash of the spec (a spec without a body hashes as before bodies were)."""
+        fields = {k: v for k, v in asdict(self).items() if k != "request_body" or v is not None}
+        canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 

@@ -46,7 +46,11 @@ class Applier(Protocol):
 
 
 class Operator(Protocol):
-    async def ask(self, question: Question, default: Any, lang: str) -> Any: ...
+    # ``known``: the evidence answers the question (``default`` is its value); a person is not
+    # asked, an answers file may still say otherwise.
+    async def ask(
+        self, question: Question, default: Any, lang: str, known: bool = False
+    ) -> Any: ...
 
     async def decide(self, finding: Finding, lang: str) -> Decision: ...
 
@@ -102,7 +106,7 @@ class AutoOperator:
     def __init__(self, applier: Applier | None = None) -> None:
         self.applier = applier
 
-    async def ask(self, question: Question, default: Any, lang: str) -> Any:
+    async def ask(self, question: Question, default: Any, lang: str, known: bool = False) -> Any:
         return default
 
     async def decide(self, finding: Finding, lang: str) -> Decision:
@@ -162,7 +166,7 @@ class ScriptedOperator:
                 raise UsageError(f"{path}: unknown question id or finding code '{key}'")
         return cls(data, applier)
 
-    async def ask(self, question: Question, default: Any, lang: str) -> Any:
+    async def ask(self, question: Question, default: Any, lang: str, known: bool = False) -> Any:
         return self.answers.get(question.id, default)
 
     async def decide(self, finding: Finding, lang: str) -> Decision:
@@ -176,7 +180,10 @@ class ScriptedOperator:
             return Decision(
                 applied=True, layer=str(choice.get("layer", change.get("layer", ""))),
                 parameter=str(choice.get("parameter", change.get("parameter", ""))),
-                before=_str(choice.get("before")), after=_str(choice.get("after")),
+                # What the file leaves out is the proposal's: its value before comes from the
+                # evidence (the log, /metrics, the config), never left blank.
+                before=_str(choice.get("before", change.get("before"))),
+                after=_str(choice.get("after", change.get("after"))),
                 note="applied by the operator (answers file)",
                 restarted=bool(choice.get("restarted", False)),
             )  # fmt: skip
@@ -198,9 +205,11 @@ class InteractiveOperator:
     def __init__(self, applier: Applier | None = None) -> None:
         self.applier = applier
 
-    async def ask(self, question: Question, default: Any, lang: str) -> Any:
+    async def ask(self, question: Question, default: Any, lang: str, known: bool = False) -> Any:
         import questionary
 
+        if known:
+            return default
         text = question.text.get(lang) or question.text["en"]
         if question.type == "confirm":
             return await questionary.confirm(text, default=bool(default)).unsafe_ask_async()

@@ -39,6 +39,9 @@ class Question:
     default: Any = None
     default_facts: tuple[str, ...] = ()  # the first of these facts that is known wins
     when: Any = True
+    # Facts among default_facts that only suggest the answer: the operator is asked to confirm
+    # (the others answer the question, which is then shown and not asked).
+    confirm_facts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -276,6 +279,7 @@ def _node(node_id: str, body: Any, where: Path_, errors: _Collector) -> Node | N
             str(q["id"]), kind, _text(q["text"], (*qwhere, "text"), errors, f"question '{q['id']}'"),
             choices, q.get("default"), _paths(q.get("default_fact")),
             _condition(q.get("when", True), (*qwhere, "when"), errors),
+            _paths(q.get("confirm_fact")),
         ))  # fmt: skip
     probes = []
     for i, p in enumerate(body.get("probes", []) or []):

@@ -53,12 +53,28 @@ def render_event(
         )
     if kind == "question":
         source = f" from the evidence ({data['default_from']})" if data.get("default_from") else ""
+        if data.get("asked") is False:  # the evidence answered it: its answer line says so
+            return None
         if replay:
             return Text(f"? {pick(data['text'], lang)}  [default: {data['default']}{source}]")
         if source:  # the prompt shows the default; say where it came from
             return Text(f"  {data['id']}: default {data['default']}{source}", style="dim")
     if kind == "answer":
+        if data.get("from_evidence"):
+            source = data["from_evidence"]
+            where = (
+                "answered earlier"
+                if source.startswith("answers.")
+                else f"from the evidence: {source}"
+            )
+            return Text(f"  {data['id']} = {data['value']}  ({where}; not asked)", style="cyan")
         return Text(f"  {data['id']} = {data['value']}", style="cyan")
+    if kind == "node_exit":
+        done = data.get("stage_done")
+        if done and done["passed"]:
+            info = f" (for information: {', '.join(done['findings'])})" if done["findings"] else ""
+            return Text(f"PASS {done['stage']}: no cause found{info}", style="bold green")
+        return None
     if kind == "probe_result":
         return _probe(data)
     if kind == "finding":
@@ -180,12 +196,28 @@ def _loadgen_line(facts: dict[str, Any]) -> Text:
 def busy_text(call: dict[str, Any]) -> str:
     """One line saying what a running probe is doing (the walk's transient status line)."""
     name, label, params = call["probe"], call["round"], call["params"]
+    shape = (
+        "the incident's body"
+        if params.get("replay_body")
+        else f"{params.get('input_tokens')} + {params.get('max_tokens')} tokens"
+    )
+    via = f" via {params['endpoint']}" if params.get("endpoint") else ""
     if name == "measure":
         return (f"measuring {label}: {params.get('concurrency')} streams, {params.get('requests')} requests "
-                f"of {params.get('input_tokens')} + {params.get('max_tokens')} tokens")  # fmt: skip
+                f"of {shape}{via}")  # fmt: skip
     if name == "validate":
-        return f"LoadGen {params.get('scenario')} run ({label})"
+        return f"LoadGen {params.get('scenario')} run ({label}): {shape}{via}"
     return f"probe {name} ({label})"
+
+
+def progress_text(call: dict[str, Any], progress: dict[str, Any]) -> str:
+    """The status line with a round's progress: n/N, elapsed, and about how long is left."""
+    total = f"/{progress['total']}" if progress.get("total") else ""
+    failed = f", {progress['failed']} failed" if progress.get("failed") else ""
+    left = f", about {progress['eta_s']:.0f} s left" if progress.get("eta_s") is not None else ""
+    return (
+        f"{busy_text(call)}: {progress['done']}{total}{failed}, {progress['elapsed_s']:.0f} s{left}"
+    )
 
 
 def _known(value: Any, unit: str = "") -> str:

@@ -77,6 +77,8 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
             # A transcript cut mid-write, exported with --salvage: what was not kept.
             "salvaged": transcript.lost.describe() if transcript.lost else None,
             "transcript": str(transcript.path),
+            # What every round sent: the incident's shape, or the wizard's own.
+            "workload": summary.workload(header, measurements),
         },
         "tldr": {"causes": causes, "changes": []},
         # What `run`'s exit code said (no_cause | cause_remains | nothing_measured).

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.summary import verdict_text
+from wizard.summary import verdict_text, workload_text
 from wizard.words import (
     count,
     evidence_item,
@@ -89,6 +89,7 @@ def document(report: dict[str, Any]) -> list[Block]:
              + (say("via_proxy", lang, proxy=session["proxy"]) if session["proxy"] else ""), ""),
             ("", say("server_version", lang, version=session["version"] or say("unknown", lang),
                      playbook=session["playbook"]), ""),
+            *([("", workload_text(session["workload"], lang), "")] if session.get("workload") else []),
         ]),
         Heading(2, say("tldr", lang)),
         Lines([(line["label"], line["text"], line["tone"]) for line in report["answer"]["lines"]]),

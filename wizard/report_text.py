@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from wizard.summary import workload_text
 from wizard.words import joined, ms, paren, say
 
 MAX_LINES = 15
@@ -22,12 +23,10 @@ def text(report: dict[str, Any]) -> str:
         head += say("session_incomplete", lang)
     if session.get("salvaged"):
         head += say("salvaged", lang, lost=session["salvaged"])
-    lines = [head]
-    lines += [
-        say("labelled", lang, label=line["label"], text=line["text"])
-        for line in report["answer"]["lines"]
-    ]
+    lines = [head, *answer_lines(report)]
     lines += _baseline_lines(report, lang)
+    if session.get("workload"):
+        lines.append(workload_text(session["workload"], lang))
     rounds = report["rounds"]
     if rounds:
         failed = sum(1 for r in rounds if r["status"] != "ok")
@@ -42,6 +41,15 @@ def text(report: dict[str, Any]) -> str:
     if len(lines) > MAX_LINES:  # the answer and the replay command are kept; the middle gives way
         lines = lines[: MAX_LINES - 1] + lines[-1:]
     return "\n".join(lines) + "\n"
+
+
+def answer_lines(report: dict[str, Any]) -> list[str]:
+    """What the summary leads with (root cause, symptom, the one change, its effect), one line
+    each: the text summary's first lines, and what ``run`` and ``demo`` print at their end."""
+    return [
+        say("labelled", report["lang"], label=line["label"], text=line["text"])
+        for line in report["answer"]["lines"]
+    ]
 
 
 def _baseline_lines(report: dict[str, Any], lang: str) -> list[str]:

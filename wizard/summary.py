@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from wizard.probes.stream import ENDPOINT_PATHS
 from wizard.render_events import loadgen_outcome, pick
 from wizard.words import (
     count,
@@ -95,6 +96,37 @@ def first_and_final(measurements: list[dict[str, Any]]) -> tuple[dict[str, Any],
 def _state(m: dict[str, Any]) -> dict[str, Any]:
     return {"steady": m["steady"], "cold": m["cold"], "url": m["spec"]["access_path"],
             "fingerprint": m["fingerprint"], "round": m["round"]}  # fmt: skip
+
+
+def workload(header: dict[str, Any], measurements: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The request shape the baseline was measured with (its spec), and whether it was the
+    incident's (``run --model/--endpoint/... or --request-body``) or the wizard's own."""
+    given = header.get("workload") or {}
+    first = next((m for m in measurements if m["as"] in BASELINE_PATHS), None)
+    if first is None:
+        return None
+    spec = first["spec"]
+    return {
+        "incident": bool(given), "model": spec.get("model"), "endpoint": spec.get("endpoint"),
+        "input_tokens": spec.get("input_tokens"), "output_tokens": spec.get("output_tokens"),
+        "concurrency": spec.get("concurrency"), "request_body": given.get("body_file"),
+        "request_body_sha256": given.get("body_sha256"),
+    }  # fmt: skip
+
+
+def workload_text(shape: dict[str, Any], lang: str) -> str:
+    """One line: what every round sent, and whose shape it is."""
+    prompt = (
+        say("workload.body", lang, file=shape["request_body"])
+        if shape["request_body"]
+        else say(
+            "workload.tokens", lang, input=shape["input_tokens"], output=shape["output_tokens"]
+        )
+    )
+    whose = say("workload.incident" if shape["incident"] else "workload.own", lang)
+    return say("workload.line", lang, whose=whose, model=shape["model"], prompt=prompt,
+               concurrency=shape["concurrency"],
+               endpoint=ENDPOINT_PATHS.get(shape["endpoint"], shape["endpoint"]))  # fmt: skip
 
 
 def not_applied(events: list[dict[str, Any]], lang: str) -> list[dict[str, Any]]:

@@ -71,6 +71,7 @@ def demo_command(args: argparse.Namespace) -> int:
     from wizard.render import console
     from wizard.sim.scenarios import get_scenario
     from wizard.transcript import Redactor
+    from wizard.workload import Workload
 
     get_scenario(args.scenario)  # unknown names fail before anything starts
     flags = engine_flags(args.engine_flag)
@@ -111,7 +112,9 @@ def demo_command(args: argparse.Namespace) -> int:
                   "vllm_log": None if "log" in args.withhold else str(stack.sim_log),
                   "host_evidence": None if "host" in args.withhold else str(stack.host_evidence),
                   "demo": {"scenario": args.scenario, "nginx": proxy is not None,
-                           "engine_flags": flags, "withheld": sorted(set(args.withhold))}}  # fmt: skip
+                           "engine_flags": flags, "withheld": sorted(set(args.withhold))},
+                  # The demo's incident is completions traffic (its simulator answers both APIs).
+                  "workload": Workload(endpoint="completions").to_header()}  # fmt: skip
         writer = _create(path, header, Redactor())
         args.timeout = 60.0
         hint = "the demo's processes are stopped with it; start it again with: latency-wizard demo"

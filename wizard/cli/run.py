@@ -65,6 +65,7 @@ def register(subparsers: Any) -> None:
         help="files collected on the GPU host (lscpu, nvidia-smi topo -m, GPU list, env, the log); "
         "see 'latency-wizard probe host --help'",
     )
+    workload_arguments(run)
     fleet = run.add_argument_group(
         "fleet", "read every replica through Prometheus first (see 'probe fleet --help')"
     )
@@ -103,6 +104,37 @@ def register(subparsers: Any) -> None:
     )
     _operator_arguments(resume)
     resume.set_defaults(handler=resume_command)
+
+
+def workload_arguments(parser: argparse.ArgumentParser) -> None:
+    """The incident's request shape (P1.1): every round of the walk is measured with it."""
+    shape = parser.add_argument_group(
+        "the incident's workload",
+        "the request shape the service really gets; every round uses it (the baselines, their "
+        "repeats and LoadGen whole, the load round at twice its concurrency, the long-prompt and "
+        "shared-prefix rounds its model and API). Without it: 64 words in, 64 tokens out, 4 "
+        "streams, and the API the server answers (asked when it answers both)",
+    )
+    shape.add_argument("--model", help="the model id requests name (default: the first served)")
+    shape.add_argument(
+        "--endpoint", choices=["completions", "chat"],
+        help="the API the service uses: /v1/completions or /v1/chat/completions",
+    )  # fmt: skip
+    shape.add_argument("--input-tokens", type=int, metavar="N", help="prompt length in words")
+    shape.add_argument(
+        "--output-tokens", "--max-tokens", dest="output_tokens", type=int, metavar="N",
+        help="output tokens per request (max_tokens, with vLLM's ignore_eos)",
+    )  # fmt: skip
+    shape.add_argument(
+        "--concurrency", type=int, metavar="N", help="requests in flight at once (streams)"
+    )
+    shape.add_argument(
+        "--request-body", metavar="FILE",
+        help="a JSON body the service receives (a `prompt` or a `messages` list), replayed as is: "
+        "streaming and usage are asked for so the stream can be timed and counted, and each "
+        "request's prompt begins with a word of its own (no request is served from another's "
+        "prefix cache)",
+    )  # fmt: skip
 
 
 def _operator_arguments(parser: argparse.ArgumentParser) -> None:
@@ -154,8 +186,11 @@ def run_command(args: argparse.Namespace) -> int:
     from wizard.auth import api_key_from_env, url_secrets
     from wizard.errors import UsageError
     from wizard.transcript import Redactor
+    from wizard.workload import from_arguments
 
     check_evidence_paths(args)
+    workload = from_arguments(args.model, args.endpoint, args.input_tokens, args.output_tokens,
+                              args.concurrency, args.request_body)  # fmt: skip
     fleet = _read_fleet(args)
     for url in filter(None, (args.target, args.proxy)):
         if not url.startswith(("http://", "https://")):
@@ -170,7 +205,8 @@ def run_command(args: argparse.Namespace) -> int:
               "target": args.target, "proxy": args.proxy, "nginx_conf": _absolute(args.nginx_conf),
               "vllm_log": _absolute(args.vllm_log), "host_evidence": _absolute(args.host_evidence),
               "lang": args.lang or default_language(), "prometheus": args.prometheus,
-              "fleet_window": args.window, "fleet_job": args.job}  # fmt: skip
+              "fleet_window": args.window, "fleet_job": args.job,
+              "workload": workload.to_header()}  # fmt: skip
     secrets = url_secrets(args.target, args.proxy, args.prometheus)
     writer = _create(path, header, Redactor([api_key, *secrets]))
     return execute(book, writer, operator, args, api_key, header, events=[], fleet=fleet)
@@ -325,21 +361,29 @@ def _unmasked_urls(header: dict[str, Any], args: argparse.Namespace) -> dict[str
     return urls
 
 
-def _spinner(screen: Any) -> Any:
-    """A transient rich status line while a probe runs (only on a terminal)."""
-    current: list[Any] = []
+def _spinner(screen: Any) -> tuple[Any, Any]:
+    """A transient rich status line while a probe runs, with its round's progress (n/N, elapsed,
+    time left) as requests finish; only on a terminal. Returns (on_busy, on_progress)."""
+    current: list[tuple[Any, dict[str, Any]]] = []
 
     def busy(call: dict[str, Any] | None) -> None:
         from wizard.render_events import busy_text
 
         while current:
-            current.pop().stop()
+            current.pop()[0].stop()
         if call is not None and screen.is_terminal:
             status = screen.status(busy_text(call) + " ...")
             status.start()
-            current.append(status)
+            current.append((status, call))
 
-    return busy
+    def progress(now: dict[str, Any]) -> None:
+        from wizard.render_events import progress_text
+
+        if current:  # LoadGen reports from its own thread; rich's Live updates under a lock
+            status, call = current[-1]
+            status.update(progress_text(call, now))
+
+    return busy, progress
 
 
 def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_key: str | None,
@@ -352,6 +396,7 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
     from wizard.probes.runner import ProbeContext
     from wizard.render import console
     from wizard.render_events import render_event
+    from wizard.workload import Workload
 
     lang = args.lang or header.get("lang") or default_language()
     screen = console()
@@ -365,7 +410,10 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
                            vllm_log=header.get("vllm_log"), host_evidence=header.get("host_evidence"),
                            headers=auth_headers(api_key), timeout_s=args.timeout,
                            fleet_query=_fleet_query(header), fleet=fleet)  # fmt: skip
-    session = Session(book, context, operator, writer, lang, show, on_busy=_spinner(screen))
+    context.workload = Workload.from_header(header.get("workload"))
+    context.model = context.workload.model
+    on_busy, context.on_progress = _spinner(screen)
+    session = Session(book, context, operator, writer, lang, show, on_busy=on_busy)
     start = restore(session, events) if events else None
     if events:
         screen.print(f"resuming {writer.path} at '{start}'", style="bold", soft_wrap=True)
@@ -383,10 +431,26 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
         return 130
     finally:
         writer.close()
+    _print_answer(screen, writer.path, lang)
     screen.print(f"transcript: {writer.path}", soft_wrap=True)
     screen.print(f"summary:    latency-wizard export {writer.path} --format md", soft_wrap=True)
     screen.print(f"to paste:   latency-wizard export {writer.path} --format text", soft_wrap=True)
     return EXIT_CODES[outcome(session)["outcome"]]
+
+
+def _print_answer(screen: Any, path: Path, lang: str) -> None:
+    """The answer the summary leads with, at the end of the walk (the summary's own lines)."""
+    from rich.markup import escape
+    from rich.rule import Rule
+
+    from wizard import report, transcript
+    from wizard.report_text import answer_lines
+    from wizard.words import say
+
+    built = report.build(transcript.load(path), lang)
+    screen.print(Rule(f"[bold]{escape(say('tldr', lang))}[/]"))
+    for line in answer_lines(built):
+        screen.print(escape(line), soft_wrap=True)
 
 
 def _fleet_query(header: dict[str, Any]) -> Any:

@@ -125,6 +125,13 @@ def register(subparsers: Any) -> None:
         help="whether the tokenizer has a chat template (default yes)",
     )
     engine.add_argument(
+        "--completions-api",
+        dest="completions_api",
+        action=argparse.BooleanOptionalAction,
+        help="serve /v1/completions (default yes); --no-completions-api: a chat-only service, "
+        "whose /v1/completions answers 404",
+    )
+    engine.add_argument(
         "--interconnect", choices=["nvlink", "pcie"], help="GPU link for TP all-reduce"
     )
     engine.add_argument(
@@ -149,7 +156,7 @@ def register(subparsers: Any) -> None:
 ENGINE_DESTS = (
     *(dest for _, dest, _, _ in VALUE_FLAGS),
     "enable_chunked_prefill", "enable_prefix_caching", "enforce_eager", "chat_template",
-    "interconnect", "x_accel_buffering_no", "metrics_generation", "disable_log_stats", "model",
+    "completions_api", "interconnect", "x_accel_buffering_no", "metrics_generation", "disable_log_stats", "model",
     "served_model_name", "load_format", "device",
 )  # fmt: skip
 
@@ -158,6 +165,7 @@ ENGINE_DESTS = (
 # argument, so they stay out of the logged `non-default args`.
 NOT_VLLM_ARGS = frozenset({"gpu_memory_gib", "nodes", "interconnect", "x_accel_buffering_no",
                            "metrics_generation", "log_stats_interval_s", "chat_template", "device",
+                           "completions_api",
                            "cpu_kvcache_space_gib", "kv_bytes_per_token"})  # fmt: skip
 # vLLM's names for the simulator's destinations, where they differ.
 VLLM_ARG_NAMES = {"num_gpu_blocks": "num_gpu_blocks_override"}

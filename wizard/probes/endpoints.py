@@ -114,6 +114,9 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
                 facts[f"{api}_ok"] = status == 200
                 facts[f"{api}_error"] = None if status == 200 else _message(text)
             facts["chat_template_missing"] = "chat template" in (facts.get("chat_error") or "")
+            # P2.1: the API the service uses, when only one answers (both or neither: ask).
+            answering = [api for api in ("completions", "chat") if facts[f"{api}_ok"]]
+            facts["api"] = answering[0] if len(answering) == 1 else None
             facts["suffix"] = await _suffix(client, base, facts["model"], ctx.headers)
             # Each of these pings is a request the server answers: they, not the first round's
             # warm-up, are a fresh server's first requests (LAT042 counts them out).

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -23,9 +24,11 @@ import httpx
 from wizard.errors import WizardError
 from wizard.measure import MeasurementSpec
 from wizard.probes.endpoints import served_model
-from wizard.probes.load import run_load
+from wizard.probes.load import Progress, run_load
 from wizard.probes.metrics import MetricsSnapshot, delta, scrape
+from wizard.probes.runner import report_progress
 from wizard.probes.stream import RequestSpec
+from wizard.workload import prompt_words
 
 WATCH_INTERVAL_S = 0.2
 DEFAULTS: dict[str, Any] = {
@@ -70,27 +73,20 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     url = ctx.url_for(settings["path"])
     async with httpx.AsyncClient(timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)) as client:
         model = ctx.model or await served_model(client, ctx.target, ctx.headers)
-        max_tokens = int(settings["max_tokens"])
-        input_tokens = int(settings["input_tokens"])
-        if ctx.max_model_len:  # a long-prompt round must still fit the server's context
-            input_tokens = max(1, min(input_tokens, int(ctx.max_model_len) - max_tokens - 64))
-        shared = max(0, min(int(settings["shared_prefix_tokens"]), input_tokens - MIN_OWN_TOKENS))
-        request = RequestSpec(
-            model=model,
-            endpoint=settings["endpoint"],
-            input_tokens=input_tokens,
-            max_tokens=max_tokens,
-            distinct=True,
-            shared_prefix_tokens=shared,
-            round_tag=secrets.token_hex(4) if shared else "",
-        )
+        request = request_spec(ctx, settings, model)
         watcher = _ServerWatch(client, ctx.target)
         before = await watcher.snapshot()
         watching = asyncio.create_task(watcher.run())
+        began = time.monotonic()
+
+        def progress(now: Progress) -> None:
+            report_progress(ctx, now.done, now.total, now.failed, began)
+
         try:
             result = await run_load(
                 url, request, concurrency=int(settings["concurrency"]), requests=int(settings["requests"]),
-                warmup=int(settings["warmup"]), headers=ctx.headers, timeout_s=ctx.timeout_s, stagger_s=float(settings["stagger_ms"]) / 1000,
+                warmup=int(settings["warmup"]), headers=ctx.headers, timeout_s=ctx.timeout_s,
+                stagger_s=float(settings["stagger_ms"]) / 1000, on_progress=progress,
             )  # fmt: skip
         finally:
             watching.cancel()
@@ -103,7 +99,7 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     spec = MeasurementSpec(
         model=model, endpoint=request.endpoint, input_tokens=request.input_tokens,
         output_tokens=request.max_tokens, concurrency=result.concurrency, access_path=url,
-        warm_state="steady",
+        warm_state="steady", request_body=body_hash(ctx),
     )  # fmt: skip
     report = result.to_dict()
     measurement = result.measurement(spec)
@@ -113,7 +109,7 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     prefill_ms = server.get("prefill_mean_ms") or steady["ttft_p50"]
     return {
         "path": settings["path"],
-        "shared_prefix_tokens": shared,
+        "shared_prefix_tokens": request.shared_prefix_tokens,
         "url": url,
         "model": model,
         "spec": asdict(spec),
@@ -128,6 +124,43 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         "values": measurement.values,
         "server": server,
     }
+
+
+def request_spec(ctx: Any, settings: dict[str, Any], model: str) -> RequestSpec:
+    """What one round sends: its own synthetic prompt, or the incident's body (``replay_body``)."""
+    workload = ctx.workload
+    template: dict[str, Any] | None = workload.body if workload is not None else None
+    max_tokens = int(settings["max_tokens"])
+    input_tokens = int(settings["input_tokens"])
+    replay = bool(settings.get("replay_body"))
+    if replay and template is not None:
+        # Recorded as the spec: the body's prompt in words, its own output limit (0: none set).
+        input_tokens = prompt_words(template)
+        limit = template.get("max_completion_tokens", template.get("max_tokens"))
+        max_tokens = limit if isinstance(limit, int) and not isinstance(limit, bool) else 0
+    elif ctx.max_model_len:  # a long-prompt round must still fit the server's context
+        input_tokens = max(1, min(input_tokens, int(ctx.max_model_len) - max_tokens - 64))
+    shared = (
+        0
+        if replay and template is not None
+        else max(0, min(int(settings["shared_prefix_tokens"]), input_tokens - MIN_OWN_TOKENS))
+    )
+    return RequestSpec(
+        model=model,
+        endpoint=settings["endpoint"],
+        input_tokens=input_tokens,
+        max_tokens=max_tokens,
+        distinct=True,
+        shared_prefix_tokens=shared,
+        round_tag=secrets.token_hex(4) if shared else "",
+        template=template,
+        replay_prompt=replay and template is not None,
+    )
+
+
+def body_hash(ctx: Any) -> str | None:
+    """The incident body's hash for the spec (rounds of two bodies never compare)."""
+    return ctx.workload.body_sha256 if ctx.workload is not None else None
 
 
 class _ServerWatch:

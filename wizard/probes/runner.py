@@ -34,6 +34,11 @@ class ProbeContext:
     # start of the run (the one that chose the target), which the walk's ``fleet`` probe records.
     fleet_query: Any = None
     fleet: dict[str, Any] | None = None
+    # The incident's request shape (workload.Workload; None: the playbook's own shape).
+    workload: Any = None
+    # Called with {done, total, failed, elapsed_s} as a round's requests finish (the CLI draws
+    # it; the engine and the probes know no terminal).
+    on_progress: Callable[[dict[str, Any]], None] | None = None
 
     def url_for(self, path: str) -> str:
         """The base URL of an access path ("direct" or "proxy")."""
@@ -42,6 +47,24 @@ class ProbeContext:
                 raise WizardError("this step measures through the proxy, but no --proxy was given")
             return self.proxy
         return self.target
+
+
+def report_progress(
+    ctx: ProbeContext, done: int, total: int | None, failed: int, began: float, floor_s: float = 0.0
+) -> None:
+    """Hand a round's progress to ``ctx.on_progress``: n of N, elapsed, and an estimate of what
+    is left (the mean request time so far, at least ``floor_s`` minus elapsed: LoadGen's minimum
+    duration)."""
+    if ctx.on_progress is None:
+        return
+    elapsed = time.monotonic() - began
+    if total is not None:  # LoadGen goes past its minimum count until its minimum duration
+        total = max(total, done)
+    eta = None
+    if total is not None and done:
+        eta = max((total - done) * elapsed / done, floor_s - elapsed, 0.0)
+    ctx.on_progress({"done": done, "total": total, "failed": failed,
+                     "elapsed_s": elapsed, "eta_s": eta})  # fmt: skip
 
 
 @dataclass

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import itertools
 import secrets
 import time
@@ -63,6 +64,18 @@ class RequestSpec:
     # Words every request of the round shares first (a system prompt), beginning with round_tag.
     shared_prefix_tokens: int = 0
     round_tag: str = ""
+    # The incident's own body (``run --request-body``): its fields are sent as given; with
+    # ``replay_prompt`` its prompt too (else the round's own synthetic prompt replaces it).
+    template: dict[str, Any] | None = field(default=None, compare=False)
+    replay_prompt: bool = False
+
+    @property
+    def output_limit(self) -> int | None:
+        """The most output tokens the request asks for (None: a replayed body that sets none)."""
+        if self.template is not None and self.replay_prompt:
+            limit = self.template.get("max_completion_tokens", self.template.get("max_tokens"))
+            return limit if isinstance(limit, int) and not isinstance(limit, bool) else None
+        return self.max_tokens
 
     def synthetic_prompt(self) -> str:
         """``input_tokens`` filler words, shaped by ``distinct`` and the shared prefix."""
@@ -76,6 +89,8 @@ class RequestSpec:
 
     def body(self) -> dict[str, Any]:
         """The JSON body of the request."""
+        if self.template is not None:
+            return self._replayed()
         prompt = self.prompt if self.prompt is not None else self.synthetic_prompt()
         body: dict[str, Any] = {
             "model": self.model,
@@ -94,6 +109,49 @@ class RequestSpec:
         else:
             body["prompt"] = prompt
         return body
+
+    def _replayed(self) -> dict[str, Any]:
+        """The incident's body: streamed with usage (to time and count), its prompt begun with a
+        word of its own when ``distinct``, or the round's synthetic prompt in its place."""
+        body = copy.deepcopy(self.template or {})
+        own = secrets.token_hex(4) + " " if self.distinct else ""
+        if not self.replay_prompt:
+            body.pop("max_completion_tokens", None)
+            body["max_tokens"] = self.max_tokens
+            body.pop("prompt" if self.endpoint == "chat" else "messages", None)
+            if self.endpoint == "chat":
+                body["messages"] = [{"role": "user", "content": self.synthetic_prompt()}]
+            else:
+                body["prompt"] = self.synthetic_prompt()
+        elif isinstance(body.get("prompt"), str):
+            body["prompt"] = own + body["prompt"]
+        else:
+            _begin_messages_with(body.get("messages"), own)
+        body.setdefault("model", self.model)
+        body["stream"] = True
+        options = body.get("stream_options")
+        body["stream_options"] = {
+            **(options if isinstance(options, dict) else {}),
+            "include_usage": True,
+            "continuous_usage_stats": self.continuous_usage,
+        }
+        return body
+
+
+def _begin_messages_with(messages: Any, word: str) -> None:
+    """Put ``word`` before the first message's text (a string, or its first text part)."""
+    if not word or not isinstance(messages, list) or not messages:
+        return
+    first = messages[0]
+    if not isinstance(first, dict):
+        return
+    content = first.get("content")
+    if isinstance(content, str):
+        first["content"] = word + content
+    elif isinstance(content, list):
+        part = next((p for p in content if isinstance(p, dict) and p.get("type") == "text"), None)
+        if part is not None and isinstance(part.get("text"), str):
+            part["text"] = word + part["text"]
 
 
 @dataclass
@@ -308,7 +366,7 @@ async def measure_stream(
         if name is not None:
             setattr(sample, name, now)
 
-    parser = SseParser(sample, on_first_output, spec.max_tokens)
+    parser = SseParser(sample, on_first_output, spec.output_limit)
     deadline_s = request_deadline_s(client)
     try:
         async with (

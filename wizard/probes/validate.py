@@ -18,7 +18,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -401,10 +401,12 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Walk probe: a short LoadGen run (SingleStream unless told otherwise)."""
     import tempfile
 
-    request = RequestSpec(
-        model=ctx.model or "", endpoint=params.get("endpoint", "completions"),
-        input_tokens=int(params.get("input_tokens", 64)), max_tokens=int(params.get("max_tokens", 64)),
-    )  # fmt: skip
+    from wizard.probes.measure_probe import body_hash, request_spec
+    from wizard.probes.runner import report_progress
+
+    settings = {"endpoint": "completions", "input_tokens": 64, "max_tokens": 64,
+                "shared_prefix_tokens": 0, **params}  # fmt: skip
+    request = request_spec(ctx, settings, ctx.model or "")
     spec = ValidationSpec(
         scenario=params.get("scenario", "SingleStream"), target_qps=float(params.get("qps", 1.0)),
         min_duration_s=float(params.get("min_duration_s", 5.0)),
@@ -412,14 +414,22 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     )  # fmt: skip
     outdir = Path(params.get("outdir") or tempfile.mkdtemp(prefix="latency-wizard-loadgen-"))
     url = ctx.url_for(params.get("path", "direct"))
+    began, done, failed = time.monotonic(), 0, 0
+
+    def progress(sample: StreamSample) -> None:  # on LoadGen's own thread
+        nonlocal done, failed
+        done, failed = done + 1, failed + (not sample.ok)
+        report_progress(ctx, done, spec.min_queries, failed, began, floor_s=spec.min_duration_s)
+
     result = await asyncio.to_thread(
-        run_validation, url, request, spec, outdir, ctx.headers, timeout_s=ctx.timeout_s
-    )
+        run_validation, url, request, spec, outdir, ctx.headers, timeout_s=ctx.timeout_s,
+        on_sample=progress,
+    )  # fmt: skip
     report = result.to_dict()
     report["outdir"] = str(outdir)
     # The client's samples of a run whose latencies are evidence (not Offline, nothing failed), so
     # the walk can set the run after its last change beside the one before its first (P6.5).
-    measured = result.measurement_spec(request, url)
+    measured = replace(result.measurement_spec(request, url), request_body=body_hash(ctx))
     report["fingerprint"] = measured.fingerprint()
     report["measured_spec"] = asdict(measured)
     ok = [s for s in result.samples if s.ok] if report["latency_evidence"] else []

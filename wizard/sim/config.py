@@ -126,6 +126,9 @@ class SimConfig:
     gpu_memory_utilization: float | None = None
     sse_keep_alive_interval: float = 0.0
     chat_template: bool = True
+    # The /v1/completions route; off: a service that serves chat only (its gateway exposes no
+    # completions), where /v1/completions answers 404 as an unknown path does.
+    completions_api: bool = True
     interconnect: Interconnect = "nvlink"
     x_accel_buffering_no: bool = False
     metrics_generation: MetricsGeneration = "v1"

@@ -173,7 +173,11 @@ class SimServer:
             Route("/version", self.version, methods=["GET"]),
             Route("/metrics", self.metrics, methods=["GET"]),
             Route("/v1/models", self.models, methods=["GET"]),
-            Route("/v1/completions", self.completions, methods=["POST"]),
+            *(
+                [Route("/v1/completions", self.completions, methods=["POST"])]
+                if self.engine.config.completions_api
+                else []
+            ),
             Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
             Route("/sim/trace", self.trace, methods=["GET", "DELETE"]),
             Route("/sim/config", self.sim_config, methods=["GET"]),

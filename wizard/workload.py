@@ -1,0 +1,189 @@
+"""The incident's workload (P1.1): the request shape every round of the walk is measured with.
+
+``run --model --endpoint --input-tokens --output-tokens --concurrency`` give the shape, or
+``--request-body FILE`` a JSON body the service really receives, replayed as is. Without them the
+playbook's own shape stands (64 words in, 64 tokens out, 4 streams) and the API is the one the
+server answers (asked when it answers both).
+
+Which rounds take what:
+- the incident's rounds (``shape: incident`` in the playbook: the baselines, their A/A repeat and
+  every repeat after a change) take the whole shape: its lengths (or body) and its concurrency;
+- the load round (``shape: incident_load``) takes the incident's lengths (or body) at twice its
+  concurrency: the load the incident's traffic meets when it doubles;
+- LoadGen (``shape: incident_single``) takes the incident's lengths (or body), one query at a
+  time (SingleStream);
+- the rounds that test one dimension on purpose (long prompts, a shared prefix) keep their own
+  prompt and output lengths and concurrency;
+and every round uses the incident's model and API, and with a body its other fields (sampling,
+``max_tokens``). A body is sent as given except that streaming and usage are always asked for
+(the wizard times the stream and counts its tokens) and each request's prompt begins with a word
+of its own (no request is served from the prefix cache another one filled, as for every round).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from wizard.errors import UsageError
+
+ENDPOINTS = ("completions", "chat")
+# The playbook's numbers a shape replaces.
+LENGTH_KEYS = ("input_tokens", "max_tokens")
+SHAPES = {"incident": 1, "incident_load": 2, "incident_single": None}
+# A body larger than this is not a request anyone pastes into an incident.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The incident's request shape; None everywhere: the playbook's own shape."""
+
+    model: str | None = None
+    endpoint: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    concurrency: int | None = None
+    body: dict[str, Any] | None = None
+    body_file: str | None = None
+
+    @property
+    def given(self) -> bool:
+        """True when anything of the shape was given (it is then recorded and shown)."""
+        return any(v is not None for v in asdict(self).values())
+
+    @property
+    def body_sha256(self) -> str | None:
+        """The body's fingerprint (canonical JSON): rounds of two different bodies never compare."""
+        if self.body is None:
+            return None
+        canonical = json.dumps(self.body, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    def to_header(self) -> dict[str, Any] | None:
+        """The transcript header's ``workload`` (the body itself, so resume replays the same)."""
+        if not self.given:
+            return None
+        return {**asdict(self), "body_sha256": self.body_sha256}
+
+    @classmethod
+    def from_header(cls, data: dict[str, Any] | None) -> Workload:
+        """The workload a transcript header recorded (none: the playbook's own shape)."""
+        if not data:
+            return cls()
+        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
+
+    def round_params(self, name: str, params: dict[str, Any], api: str | None) -> dict[str, Any]:
+        """A round's parameters under this workload (see the module's docstring)."""
+        if name not in ("measure", "validate"):
+            return params
+        shape = params.get("shape")
+        out = {k: v for k, v in params.items() if k != "shape"}
+        out["endpoint"] = self.endpoint or api or out.get("endpoint") or "completions"
+        if shape not in SHAPES:
+            return out
+        if self.input_tokens is not None:
+            out["input_tokens"] = self.input_tokens
+        if self.output_tokens is not None:
+            out["max_tokens"] = self.output_tokens
+        if self.body is not None:
+            out["replay_body"] = True
+        factor = SHAPES[shape]
+        if factor is not None and self.concurrency is not None:
+            out["concurrency"] = self.concurrency * factor
+        return out
+
+
+def from_arguments(
+    model: str | None,
+    endpoint: str | None,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    concurrency: int | None,
+    body_file: str | None,
+) -> Workload:
+    """The workload ``run``'s flags give; a bad value or body is one line (UsageError)."""
+    for flag, value in (("--input-tokens", input_tokens), ("--output-tokens", output_tokens),
+                        ("--concurrency", concurrency)):  # fmt: skip
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} must be at least 1")
+    if body_file is None:
+        return Workload(model, endpoint, input_tokens, output_tokens, concurrency)
+    if input_tokens is not None:
+        raise UsageError(
+            "--input-tokens and --request-body cannot go together: the body's prompt is replayed"
+        )
+    body = read_body(Path(body_file))
+    body_endpoint = "chat" if "messages" in body else "completions"
+    if endpoint is not None and endpoint != body_endpoint:
+        raise UsageError(
+            f"--endpoint {endpoint} does not fit {body_file}: its body is a {body_endpoint} request "
+            f"({'messages' if body_endpoint == 'chat' else 'prompt'})"
+        )
+    body_model = body.get("model")
+    if model is not None and isinstance(body_model, str) and body_model != model:
+        raise UsageError(f"--model {model} differs from the model in {body_file} ({body_model})")
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    if output_tokens is not None:  # the body's own limit field (chat also takes the newer name)
+        body["max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"] = (
+            output_tokens
+        )
+    elif isinstance(limit, int) and not isinstance(limit, bool):
+        output_tokens = limit
+    return Workload(
+        model=model or (body_model if isinstance(body_model, str) else None),
+        endpoint=body_endpoint, input_tokens=None, output_tokens=output_tokens,
+        concurrency=concurrency, body=body, body_file=str(Path(body_file).resolve()),
+    )  # fmt: skip
+
+
+def read_body(path: Path) -> dict[str, Any]:
+    """A request body file: one JSON object with a ``prompt`` (completions) or ``messages`` (chat)."""
+    if path.is_dir():
+        raise UsageError(f"--request-body {path} is a folder: give a file holding one JSON body")
+    try:
+        raw = path.read_bytes()[: MAX_BODY_BYTES + 1]
+    except FileNotFoundError:
+        raise UsageError(f"--request-body {path}: no such file") from None
+    except OSError as exc:
+        raise UsageError(f"--request-body {path}: {exc.strerror}") from None
+    if len(raw) > MAX_BODY_BYTES:
+        raise UsageError(f"--request-body {path}: larger than {MAX_BODY_BYTES // 2**20} MiB")
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"--request-body {path}: not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"--request-body {path}:{exc.lineno}: not JSON ({exc.msg}); give the request's body "
+            "as the service receives it"
+        ) from None
+    if not isinstance(body, dict):
+        raise UsageError(f"--request-body {path}: a request body is a JSON object")
+    prompt_ok = isinstance(body.get("prompt"), str)
+    messages_ok = isinstance(body.get("messages"), list) and bool(body["messages"])
+    if prompt_ok == messages_ok:
+        raise UsageError(
+            f"--request-body {path}: a body has a text `prompt` (/v1/completions) or a "
+            "`messages` list (/v1/chat/completions), one of the two"
+        )
+    return body
+
+
+def prompt_words(body: dict[str, Any]) -> int:
+    """The body's prompt in words (the spec's input length; the server counts its tokens)."""
+    if isinstance(body.get("prompt"), str):
+        return len(body["prompt"].split())
+    words = 0
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            words += len(content.split())
+        elif isinstance(content, list):
+            words += sum(
+                len(str(p.get("text", "")).split()) for p in content if isinstance(p, dict)
+            )
+    return words
