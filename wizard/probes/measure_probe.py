@@ -116,7 +116,9 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         "fingerprint": spec.fingerprint(),
         "steady": steady,
         # Prompt words a prefix cache may have served are not counted.
-        "budget_estimate": budget_estimate(input_tokens - shared, steady["itl_p99"], prefill_ms),
+        "budget_estimate": budget_estimate(
+            request.input_tokens - request.shared_prefix_tokens, steady["itl_p99"], prefill_ms
+        ),
         "cold": flat_summary(report["cold"]["summary"]) if report["cold"] else None,
         "burst": report["steady"]["summary"]["burst"],
         "client": report["client"],
