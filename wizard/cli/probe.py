@@ -84,7 +84,7 @@ and headers around the exposition are skipped and said so in 'notes'."""
 
 def register(subparsers: Any) -> None:
     """Add ``probe`` and its probes."""
-    from wizard.cli import probe_fleet, probe_host
+    from wizard.cli import probe_fleet, probe_host, probe_replicas
 
     probe = subparsers.add_parser(
         "probe", help="run one probe on its own (see 'probe stream --help')"
@@ -214,6 +214,7 @@ def register(subparsers: Any) -> None:
     log.set_defaults(handler=run_vllm_log)
     probe_host.register(probes)
     probe_fleet.register(probes)
+    probe_replicas.register(probes)
 
 
 def _request_arguments(parser: argparse.ArgumentParser, target: bool = True) -> None:

@@ -34,6 +34,8 @@ class ProbeContext:
     # start of the run (the one that chose the target), which the walk's ``fleet`` probe records.
     fleet_query: Any = None
     fleet: dict[str, Any] | None = None
+    # ``run --replica URL``: the replicas behind the balancer, as the user listed them.
+    replicas: list[str] | None = None
 
     def url_for(self, path: str) -> str:
         """The base URL of an access path ("direct" or "proxy")."""
