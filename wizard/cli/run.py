@@ -54,6 +54,11 @@ def register(subparsers: Any) -> None:
         "--nginx-conf", help="the proxy's config: nginx.conf, a folder, or saved `nginx -T` output"
     )
     run.add_argument(
+        "--replica", action="append", metavar="URL",
+        help="a replica behind --proxy (repeat it): each is measured directly against the proxy's "
+        "path (default: the nginx upstream in --nginx-conf, else Prometheus' targets)",
+    )  # fmt: skip
+    run.add_argument(
         "--vllm-log",
         metavar="FILE",
         help="the server's log (any vLLM era): start-up config, KV cache, timings and errors. With "
@@ -160,6 +165,10 @@ def run_command(args: argparse.Namespace) -> int:
     for url in filter(None, (args.target, args.proxy)):
         if not url.startswith(("http://", "https://")):
             raise UsageError(f"{url!r} is not an http(s) URL")
+    if args.replica:
+        from wizard.probes.replica_sources import from_list
+
+        from_list(args.replica)  # a bad URL is a usage error before anything runs
     book = playbook_module.load(args.playbook or playbook_module.DEFAULT_PLAYBOOK)
     operator = choose_operator(args, book)
     for url in filter(None, (args.target, args.proxy)):
@@ -170,8 +179,8 @@ def run_command(args: argparse.Namespace) -> int:
               "target": args.target, "proxy": args.proxy, "nginx_conf": _absolute(args.nginx_conf),
               "vllm_log": _absolute(args.vllm_log), "host_evidence": _absolute(args.host_evidence),
               "lang": args.lang or default_language(), "prometheus": args.prometheus,
-              "fleet_window": args.window, "fleet_job": args.job}  # fmt: skip
-    secrets = url_secrets(args.target, args.proxy, args.prometheus)
+              "fleet_window": args.window, "fleet_job": args.job, "replicas": args.replica}  # fmt: skip
+    secrets = url_secrets(args.target, args.proxy, args.prometheus, *(args.replica or []))
     writer = _create(path, header, Redactor([api_key, *secrets]))
     return execute(book, writer, operator, args, api_key, header, events=[], fleet=fleet)
 
@@ -364,7 +373,8 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
     context = ProbeContext(target=header["target"], proxy=header.get("proxy"), nginx_conf=header.get("nginx_conf"),
                            vllm_log=header.get("vllm_log"), host_evidence=header.get("host_evidence"),
                            headers=auth_headers(api_key), timeout_s=args.timeout,
-                           fleet_query=_fleet_query(header), fleet=fleet)  # fmt: skip
+                           fleet_query=_fleet_query(header), fleet=fleet,
+                           replicas=header.get("replicas"))  # fmt: skip
     session = Session(book, context, operator, writer, lang, show, on_busy=_spinner(screen))
     start = restore(session, events) if events else None
     if events:
