@@ -218,11 +218,24 @@ def _log_line(facts: dict[str, Any]) -> str:
         f"start-up {_known(facts.get('startup_s'), ' s')}",
     ]
     errors = ", ".join(f"{e['kind']} (line {e['line']})" for e in facts.get("errors", [])[:5])
-    return (
-        f"  vLLM log {facts['file']}: "
+    where = (
+        f" (replica {facts['replica']} of {facts['replica_count']})" if facts.get("replica") else ""
+    )
+    line = (
+        f"  vLLM log {facts['file']}{where}: "
         + ", ".join(parts)
         + (f"; errors: {errors}" if errors else "")
     )
+    for replica in facts.get("replicas", []):
+        kinds = ", ".join(replica["error_kinds"]) or "none"
+        line += (
+            f"\n    {replica['replica']}: vLLM {_known(replica.get('version'))}, max_num_seqs "
+            f"{_known(replica.get('max_num_seqs'))}, KV cache "
+            f"{_known(replica.get('kv_cache_tokens'), ' tokens')}, errors: {kinds}"
+        )
+    if facts.get("differing_text"):
+        line += f"\n    differ between replicas: {facts['differing_text']}"
+    return line
 
 
 def measurement_table(facts: dict[str, Any], title: str) -> Table:

@@ -62,7 +62,8 @@ def register(subparsers: Any) -> None:
         "--vllm-log",
         metavar="FILE",
         help="the server's log (any vLLM era): start-up config, KV cache, timings and errors. With "
-        "it, a server that failed to start is diagnosed from its log",
+        "it, a server that failed to start is diagnosed from its log. Several replicas: a folder "
+        "of their logs, or `kubectl logs --prefix` of their pods in one file",
     )
     run.add_argument(
         "--host-evidence",
@@ -221,11 +222,6 @@ def check_evidence_paths(args: argparse.Namespace) -> None:
     from wizard.errors import UsageError
 
     log, host, conf = args.vllm_log, args.host_evidence, args.nginx_conf
-    if log and Path(log).is_dir():
-        raise UsageError(
-            f"--vllm-log {log} is a folder: give the server's log file (a folder of files "
-            "collected on the GPU host goes to --host-evidence)"
-        )
     if host and Path(host).exists() and not Path(host).is_dir():
         raise UsageError(
             f"--host-evidence {host} is a file: give the folder it is in, or a folder of files "
@@ -236,6 +232,14 @@ def check_evidence_paths(args: argparse.Namespace) -> None:
             raise UsageError(f"{flag} {given}: no such file or folder")
         if given and not os.access(given, os.R_OK):
             raise UsageError(f"{flag} {given}: permission denied (it cannot be read)")
+    if log and Path(log).is_dir():
+        from wizard.errors import WizardError
+        from wizard.probes.vllm_logs import log_files
+
+        try:
+            log_files(Path(log))
+        except WizardError as exc:  # a folder of replicas' logs without any
+            raise UsageError(f"--vllm-log {exc}") from None
 
 
 def _absolute(path: str | None) -> str | None:
