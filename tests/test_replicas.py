@@ -160,6 +160,7 @@ def test_the_walk_names_the_faulty_replica_behind_the_proxy(
     findings = {e["data"]["code"]: e["data"] for e in events if e["type"] == "finding"}
     assert set(findings) == {"LAT074"}, findings
     assert replicas.faulty.url in findings["LAT074"]["evidence"]
+    assert f"{replicas.faulty.url}: TTFT p50" in result.stdout  # the live walk shows each replica
     assert end["outcome"] == "cause_remains" and end["causes_remaining"] == ["queue_saturation"]
 
 

@@ -27,9 +27,15 @@ PODS = {
 }
 
 
-def interleaved(pods: dict[str, Path]) -> str:
-    """What `kubectl logs -l app=vllm --prefix -f` prints: every line prefixed, pods interleaved."""
-    streams = [[f"[{name}] {line}" for line in path.read_text().splitlines(keepends=True)]
+def interleaved(pods: dict[str, Path], timestamps: bool = False) -> str:
+    """What `kubectl logs -l app=vllm --prefix -f` prints: every line prefixed, pods interleaved
+    (with --timestamps, kubectl's RFC 3339 time after the prefix)."""
+
+    def stamp(i: int) -> str:
+        return f"2026-12-04T10:{i // 60 % 60:02d}:{i % 60:02d}.123456789Z " if timestamps else ""
+
+    streams = [[f"[{name}] {stamp(i)}{line}"
+                for i, line in enumerate(path.read_text().splitlines(keepends=True))]
                for name, path in pods.items()]  # fmt: skip
     return "".join(
         line for group in itertools.zip_longest(*streams) for line in group if line is not None
@@ -47,9 +53,14 @@ def by_replica(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def test_kubectl_prefixed_pods_are_each_read_as_their_own_log(tmp_path: Path) -> None:
+@pytest.mark.parametrize("timestamps", [False, True])
+def test_kubectl_prefixed_pods_are_each_read_as_their_own_log(
+    tmp_path: Path, timestamps: bool
+) -> None:
     path = tmp_path / "pods.log"
-    path.write_text(interleaved(PODS) + "error: container vllm in pod vllm-3 is waiting\n")
+    path.write_text(
+        interleaved(PODS, timestamps) + "error: container vllm in pod vllm-3 is waiting\n"
+    )
     report = vllm_logs.read_path(path)
     assert report["replica_count"] == 3
     # Each replica's report is exactly what its own log alone gives: no run, stats line or
@@ -129,9 +140,8 @@ def test_the_walk_names_the_replicas_and_what_differs(
     assert end["outcome"] == "no_cause"  # LAT079 is info: a difference, not yet a cause
 
 
-@pytest.mark.parametrize("name", ["empty"])
-def test_an_empty_folder_is_one_line(tmp_path: Path, name: str) -> None:
-    folder = tmp_path / name
+def test_an_empty_folder_is_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "empty"
     folder.mkdir()
     result = subprocess.run(wizard_command("probe", "vllm-log", str(folder)),
                             capture_output=True, text=True, timeout=60)  # fmt: skip
