@@ -145,6 +145,6 @@ def test_an_empty_folder_is_one_line(tmp_path: Path) -> None:
     folder.mkdir()
     result = subprocess.run(wizard_command("probe", "vllm-log", str(folder)),
                             capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "no log file in this folder" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

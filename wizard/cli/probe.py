@@ -602,11 +602,15 @@ def run_vllm_log(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from wizard.cli.inputs import text_input
+    from wizard.errors import UsageError, WizardError
     from wizard.probes import vllm_logs
     from wizard.terminal import printable
 
     if args.file != "-" and Path(args.file).is_dir():
-        report = vllm_logs.read_path(args.file)
+        try:
+            report = vllm_logs.read_path(args.file)
+        except WizardError as exc:  # as a file that cannot be read: a usage error
+            raise UsageError(str(exc)) from None
     else:
         with text_input(args.file) as handle:
             report = vllm_logs.read_lines(handle, args.file)
