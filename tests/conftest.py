@@ -256,10 +256,13 @@ def playbook_with_rule(tmp_path: Path, node: str, code: str, when: dict[str, Any
     return path
 
 
-def playbook_with_probes_only(tmp_path: Path, keep: tuple[str, ...]) -> Path:
+def playbook_with_probes_only(
+    tmp_path: Path, keep: tuple[str, ...], params: dict[str, Any] | None = None
+) -> Path:
     """The built-in playbook with every probe but ``keep`` removed: the same nodes, rules and
     routes, walked in seconds. For tests of what the walk makes of one probe's evidence (the
-    removed probes' procedure items are credited to the first kept one, so the playbook loads)."""
+    removed probes' procedure items are credited to the first kept one, so the playbook loads).
+    ``params`` override the kept probes' own (a shorter round)."""
     import yaml
 
     from wizard import playbook
@@ -269,6 +272,8 @@ def playbook_with_probes_only(tmp_path: Path, keep: tuple[str, ...]) -> Path:
     first = None
     for node in book["nodes"].values():
         kept = [p for p in node.get("probes", []) if p["name"] in keep]
+        for probe in kept:
+            probe["params"] = {**probe.get("params", {}), **(params or {})}
         acted.update(
             a for p in node.get("probes", []) if p not in kept for a in p.get("acts_on", [])
         )

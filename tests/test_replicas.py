@@ -31,6 +31,8 @@ requires_nginx = pytest.mark.skipif(
     reason="nginx is not installed (CI installs it and sets WIZARD_REQUIRE_NGINX=1)",
 )
 SHORT_ROUND = ("--requests", "12", "--max-tokens", "16", "--concurrency", "8")
+# The balancer's share needs requests, not tokens: 8 steady plus each stream's first.
+SHARE_ROUND = ("--requests", "8", "--max-tokens", "4", "--concurrency", "8")
 
 
 @dataclass
@@ -71,9 +73,9 @@ def upstream(
     return Nginx("http://fleet", {"proxy_buffering": "off"}, servers=servers, balancing=balancing)
 
 
-def probe_replicas(*args: str) -> tuple[int, dict[str, Any]]:
+def probe_replicas(*args: str, spec: tuple[str, ...] = SHORT_ROUND) -> tuple[int, dict[str, Any]]:
     result = subprocess.run(
-        wizard_command("probe", "replicas", "--json", *SHORT_ROUND, *args),
+        wizard_command("probe", "replicas", "--json", *spec, *args),
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode in (0, 1), result.stderr
@@ -110,13 +112,15 @@ def test_the_faulty_replica_behind_an_nginx_upstream_is_named_with_its_cause(
 @requires_nginx
 def test_sticky_sessions_are_named(replicas: Replicas) -> None:
     with upstream(replicas, balancing="ip_hash") as nginx:
-        _, report = probe_replicas("--via", nginx.url, "--nginx-conf", str(nginx.config_path))
+        _, report = probe_replicas(
+            "--via", nginx.url, "--nginx-conf", str(nginx.config_path), spec=SHARE_ROUND
+        )
     assert report["upstream"]["method"] == "ip_hash" and report["upstream"]["sticky"] is True
     via = report["balancer_round"]
     # One client, one address: ip_hash sends it all to one replica.
     assert sorted(via["served"].values())[:-1] == [0, 0]
     assert via["sticky"]["replica"] in {s.url for s in replicas.all}
-    assert "balancer_sticky" in report["causes"] and "balancer_unbalanced" not in report["causes"]
+    assert {c for c in report["causes"] if c.startswith("balancer_")} == {"balancer_sticky"}
     assert "ip_hash" in report["evidence"]["balancer_sticky"]
 
 
@@ -124,19 +128,22 @@ def test_sticky_sessions_are_named(replicas: Replicas) -> None:
 def test_an_unequal_share_is_named_with_its_weight(replicas: Replicas) -> None:
     heavy = replicas.healthy[0]
     with upstream(replicas, weights={1: 20}) as nginx:
-        _, report = probe_replicas("--via", nginx.url, "--nginx-conf", str(nginx.config_path))
+        _, report = probe_replicas(
+            "--via", nginx.url, "--nginx-conf", str(nginx.config_path), spec=SHARE_ROUND
+        )
     via = report["balancer_round"]
     assert via["sticky"] is None
     assert via["unbalanced"]["replica"] == heavy.url
     assert "weight in the upstream: 20" in report["evidence"]["balancer_unbalanced"]
-    assert sorted(report["causes"]) == ["balancer_unbalanced", "queue_saturation"]
+    # What this test is about: the balancer's verdict (the faulty replica is the first test's).
+    assert {c for c in report["causes"] if c.startswith("balancer_")} == {"balancer_unbalanced"}
 
 
 def test_healthy_replicas_give_no_cause(replicas: Replicas) -> None:
     code, report = probe_replicas(*(a for s in replicas.healthy for a in ("--replica", s.url)))
     assert report["source"] == "--replica"
     assert report["balancer_round"] is None
-    assert code == 0, report["replicas"]
+    assert code == 0, [(r["url"], r["cause"], r["slower"]) for r in report["replicas"]]
     assert report["causes"] == [] and report["slow"] == [] and report["look_at"] is None
 
 
@@ -147,7 +154,10 @@ def test_the_walk_names_the_faulty_replica_behind_the_proxy(
     from wizard import transcript
 
     path = tmp_path / "walk.ndjson"
-    book = playbook_with_probes_only(tmp_path, ("replicas",))
+    # The walk's own round, shorter: 8 streams (a queue on the faulty replica) of 16 tokens.
+    book = playbook_with_probes_only(
+        tmp_path, ("replicas",), params={"requests": 8, "max_tokens": 16}
+    )
     with upstream(replicas) as nginx:
         result = subprocess.run(
             wizard_command("run", "--auto", "--playbook", str(book), "--target",

@@ -1,10 +1,11 @@
 """Which replica is slow and why, and whether the balancer spreads the requests.
 
-**Slow**: each replica's round is compared with the other replicas' rounds pooled (leave-one-out,
-so a slow replica does not widen its own yardstick), segment by segment, with the walk's own
-comparison (``measure.compare_values``: bootstrap of the medians' ratio) against the A/A band of
-the first replica measured twice. A replica is slow when it comes out "regressed". Its cause is
-read from its own server's metrics during its round, with the single-server walk's bars: any
+**Slow**: each replica's two rounds are compared with the other replicas' rounds pooled
+(leave-one-out, so a slow replica does not widen its own yardstick), segment by segment, with the
+walk's own comparison (``measure.compare_values``: bootstrap of the medians' ratio) against the
+replicas' median A/A band (each replica's two rounds), and in each pass on its own as well (a
+burst of load during one of its rounds is not a slow replica). A replica is slow when it comes out "regressed". Its cause is
+read from its own server's metrics during its rounds, with the single-server walk's bars: any
 preemption is the KV cache (LAT010), most of the TTFT in the queue, or requests waiting in most
 scrapes, is saturation (LAT013); else it is slow for a reason its server does not show.
 
@@ -31,20 +32,21 @@ WAITING_MAX, WAITING_SHARE = 2, 0.5  # LAT013's other bar: a queue in most scrap
 MIN_FOR_STICKY = 8
 
 
+def _values(results: list[dict[str, Any]], segment: str) -> list[float]:
+    return [v for r in results if "values" in r for v in r["values"][segment]]
+
+
 def _slower(
-    url: str, rounds: dict[str, dict[str, Any]], noise: dict[str, float]
+    url: str, rounds: dict[str, list[dict[str, Any]]], noise: dict[str, float]
 ) -> list[dict[str, Any]]:
-    mine = rounds[url].get("values")
-    others = [r["values"] for u, r in rounds.items() if u != url and "values" in r]
-    if mine is None or not others:
-        return []
+    others = [r for u, results in rounds.items() if u != url for r in results]
     found = []
     for segment in SEGMENTS:
-        pooled = [v for values in others for v in values[segment]]
-        result = measure.compare_values(
-            segment, pooled, mine[segment], noise=noise.get(segment, 0.0)
-        )
-        if result.verdict == "regressed":
+        mine, pooled = _values(rounds[url], segment), _values(others, segment)
+        if not mine or not pooled:
+            continue
+        result = measure.compare_values(segment, pooled, mine, noise=noise.get(segment, 0.0))
+        if result.verdict == "regressed" and _in_each_pass(url, rounds, segment, noise):
             found.append({
                 **result.to_dict(),
                 "text": f"{segment[:-3].upper()} p50 {result.after_p50:.0f} ms against "
@@ -53,8 +55,30 @@ def _slower(
     return found
 
 
-def _cause(server: dict[str, Any] | None) -> tuple[str, str]:
-    """The slow replica's cause, from its own server's metrics, and the evidence for it."""
+def _in_each_pass(
+    url: str, rounds: dict[str, list[dict[str, Any]]], segment: str, noise: dict[str, float]
+) -> bool:
+    """Slower in each pass on its own too: a burst of load during one of its rounds is not a
+    slow replica."""
+    for i in range(len(rounds[url])):
+        mine = _values(rounds[url][i : i + 1], segment)
+        theirs = _values([r[i] for u, r in rounds.items() if u != url and len(r) > i], segment)
+        if not mine or not theirs:
+            return False
+        result = measure.compare_values(segment, theirs, mine, noise=noise.get(segment, 0.0))
+        if result.verdict != "regressed":
+            return False
+    return True
+
+
+def _cause(results: list[dict[str, Any]]) -> tuple[str, str]:
+    """The slow replica's cause from its own server's metrics in either of its rounds (the
+    server's own evidence, preemption before queue), and the evidence for it."""
+    causes = [_server_cause(r.get("server")) for r in results]
+    return next((c for c in causes if c[0] != "replica_slow"), causes[0])
+
+
+def _server_cause(server: dict[str, Any] | None) -> tuple[str, str]:
     server = server or {}
     if not server.get("available"):
         return "replica_slow", "its /metrics could not be read"
@@ -110,37 +134,40 @@ def _balance(via: dict[str, Any], slow: set[str], found: Replicas) -> dict[str, 
 
 
 def _against_direct(
-    via: dict[str, Any], rounds: dict[str, dict[str, Any]], noise: dict[str, float]
+    via: dict[str, Any], rounds: dict[str, list[dict[str, Any]]], noise: dict[str, float]
 ) -> list[dict[str, Any]]:
-    """The balancer's path against every replica's direct round pooled, segment by segment."""
-    direct = [r["values"] for r in rounds.values() if "values" in r]
-    if "values" not in via or not direct:
+    """The balancer's path against every replica's direct rounds pooled, segment by segment."""
+    direct = [r for results in rounds.values() for r in results]
+    if "values" not in via:
         return []
     return [
         measure.compare_values(
-            segment, [v for values in direct for v in values[segment]], via["values"][segment],
-            noise=noise.get(segment, 0.0),
+            segment, _values(direct, segment), via["values"][segment], noise=noise.get(segment, 0.0)
         ).to_dict()
         for segment in SEGMENTS
+        if _values(direct, segment)
     ]  # fmt: skip
 
 
 def judge(
-    rounds: dict[str, dict[str, Any]], via: dict[str, Any] | None, noise: dict[str, float],
+    rounds: dict[str, list[dict[str, Any]]], via: dict[str, Any] | None, noise: dict[str, float],
     found: Replicas,
 ) -> dict[str, Any]:  # fmt: skip
     """Per replica: its round, whether it is slow and why; the balancer's share; the causes."""
     listed: list[dict[str, Any]] = []
     evidence: dict[str, str] = {}
-    for url, result in rounds.items():
+    for url, results in rounds.items():
         slower = _slower(url, rounds, noise)
-        cause, why = _cause(result.get("server")) if slower else (None, None)
+        cause, why = _cause(results) if slower else (None, None)
+        result = results[0]
         if cause is not None:
             text = f"{url}: " + "; ".join(s["text"] for s in slower) + f" ({why})"
             evidence.setdefault(cause, text)
         listed.append({
             "url": url, "error": result.get("error"), "steady": result.get("steady"),
-            "server": result.get("server"), "slower": slower, "cause": cause, "why": why,
+            "server": result.get("server"),
+            "repeat": {k: results[-1].get(k) for k in ("error", "steady", "server")},
+            "slower": slower, "cause": cause, "why": why,
         })  # fmt: skip
     slow = [r for r in listed if r["cause"] is not None]
     look_at = max(slow, key=lambda r: len(r["slower"]), default=None)

@@ -2,9 +2,10 @@
 path through the balancer, with one measurement spec.
 
 The replicas are measured one after the other (each round the walk's own ``measure`` round, its
-``/metrics`` watched), so no replica's round shares the client with another's. The first replica
-is measured again at the end: that A/A pair says how far this fleet's numbers move on their own,
-the noise band every replica is judged against. Then the same round goes through the balancer,
+``/metrics`` watched), so no replica's round shares the client with another's. Every replica is
+measured twice, the second pass in reverse order (A B C, C B A): pooled, a drift of the
+machine's load weighs on all alike, and each replica's pair is an A/A comparison; their median
+band is the noise every replica is judged against. Then the same round goes through the balancer,
 and every replica's request counter is read before and after it: how many of those requests each
 replica served is the balancer's request share. ``replica_judgement`` says which replica is slow
 (and why, from its own server's metrics), and whether the balancer spreads the load.
@@ -12,6 +13,7 @@ replica served is the balancer's request share. ``replica_judgement`` says which
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import replace
 from typing import Any
 
@@ -36,14 +38,14 @@ async def measure_replicas(
     round_params = {**settings, "path": "direct", "endpoint": "completions"}
     async with httpx.AsyncClient(timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)) as client:
         model = ctx.model or await served_model(client, found.urls[0], ctx.headers)
-        rounds: dict[str, dict[str, Any]] = {}
-        for url in found.urls:
-            rounds[url] = await _round(
-                replace(ctx, target=url, proxy=None, model=model), round_params
+        # Two passes, the second in reverse order (A B C, C B A): a drift of the machine's load
+        # over the step weighs on every replica alike once both rounds are pooled, and each
+        # replica's own pair is an A/A comparison, the noise band.
+        rounds: dict[str, list[dict[str, Any]]] = {url: [] for url in found.urls}
+        for url in [*found.urls, *reversed(found.urls)]:
+            rounds[url].append(
+                await _round(replace(ctx, target=url, proxy=None, model=model), round_params)
             )
-        repeat = await _round(
-            replace(ctx, target=found.urls[0], proxy=None, model=model), round_params
-        )
         via = None
         if balancer:
             before = {url: await _served(client, url) for url in found.urls}
@@ -53,7 +55,7 @@ async def measure_replicas(
             )
             after = {url: await _served(client, url) for url in found.urls}
             via["served"] = {url: _difference(before[url], after[url]) for url in found.urls}
-    noise = _noise(rounds[found.urls[0]], repeat)
+    noise = _noise(rounds)
     report = {
         "available": True,
         "source": found.source,
@@ -62,7 +64,6 @@ async def measure_replicas(
         "model": model,
         "spec": settings,
         "noise": noise,
-        "repeat_of_first": _flat(repeat),
     }
     report.update(replica_judgement.judge(rounds, via, noise, found))
     return report
@@ -88,19 +89,17 @@ def _difference(before: float | None, after: float | None) -> float | None:
     return None if before is None or after is None else after - before
 
 
-def _noise(first: dict[str, Any], repeat: dict[str, Any]) -> dict[str, float]:
-    """The A/A band of the first replica measured twice, per segment (empty if either failed)."""
-    if "values" not in first or "values" not in repeat:
-        return {}
-    bands = {
-        segment: measure.noise_band(first["values"][segment], repeat["values"][segment])
-        for segment in replica_judgement.SEGMENTS
-    }
-    return {segment: band for segment, band in bands.items() if band is not None}
-
-
-def _flat(result: dict[str, Any]) -> dict[str, Any] | None:
-    return result.get("steady")
+def _noise(rounds: dict[str, list[dict[str, Any]]]) -> dict[str, float]:
+    """Per segment, the median of the replicas' A/A bands (each replica measured twice)."""
+    bands: dict[str, list[float]] = {segment: [] for segment in replica_judgement.SEGMENTS}
+    for first, repeat in rounds.values():
+        if "values" not in first or "values" not in repeat:
+            continue
+        for segment, found in bands.items():
+            band = measure.noise_band(first["values"][segment], repeat["values"][segment])
+            if band is not None:
+                found.append(band)
+    return {segment: statistics.median(found) for segment, found in bands.items() if found}
 
 
 async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
