@@ -225,3 +225,25 @@ def test_a_walk_of_a_healthy_replica_keeps_the_faulty_one_as_a_cause(
     assert Fleet.instance(fleet.faulty) in findings["LAT072"]["evidence"]
     assert end["outcome"] == "cause_remains" and end["causes_remaining"] == ["queue_saturation"]
     assert result.returncode == 3
+
+
+def test_a_walk_of_a_healthy_fleet_gives_no_cause(fleet: Fleet, tmp_path: Path) -> None:
+    """The healthy job: no replica differs, no fleet finding, and the walk's end says so."""
+    from wizard import transcript
+
+    path = tmp_path / "walk.ndjson"
+    book = playbook_with_probes_only(tmp_path, ("fleet",))
+    result = subprocess.run(
+        wizard_command("run", "--auto", "--playbook", str(book), "--target", fleet.healthy[0].url,
+                       "--prometheus", fleet.prometheus.url, "--job", "healthy", "--window", WINDOW,
+                       "--transcript", str(path)),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    end = assert_walk_exit(result, path)
+    events = transcript.load(path).events
+    recorded = next(e["data"]["facts"] for e in events
+                    if e["type"] == "probe_result" and e["data"]["probe"] == "fleet")  # fmt: skip
+    assert recorded["replica_count"] == 2 and recorded["look_at"] is None
+    assert [e for e in events if e["type"] == "finding"] == []
+    # No cause remains; this playbook keeps no measuring probe, hence "nothing measured" (exit 4).
+    assert end["causes_remaining"] == [] and end["outcome"] == "nothing_measured"
