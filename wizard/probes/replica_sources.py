@@ -9,6 +9,7 @@ left out: the balancer is judged on the servers it balances over.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,9 +73,15 @@ def from_fleet(report: dict[str, Any] | None) -> Replicas | None:
 def known(
     listed: list[str] | None, nginx_conf: str | None, fleet: dict[str, Any] | None
 ) -> Replicas | None:
-    """The first source that names at least two replicas: the user's list, nginx, Prometheus."""
-    candidates = [from_list(listed) if listed else None]
-    if nginx_conf:
-        candidates.append(from_nginx(nginx_conf))
-    candidates.append(from_fleet(fleet))
-    return next((c for c in candidates if c is not None and len(c.urls) >= 2), None)
+    """The first source that names at least two replicas: the user's list, nginx, Prometheus
+    (a later source is not read when an earlier one answers)."""
+    sources: tuple[Callable[[], Replicas | None], ...] = (
+        lambda: from_list(listed) if listed else None,
+        lambda: from_nginx(nginx_conf) if nginx_conf else None,
+        lambda: from_fleet(fleet),
+    )
+    for source in sources:
+        found = source()
+        if found is not None and len(found.urls) >= 2:
+            return found
+    return None
