@@ -247,3 +247,20 @@ def test_a_walk_of_a_healthy_fleet_gives_no_cause(fleet: Fleet, tmp_path: Path) 
     assert [e for e in events if e["type"] == "finding"] == []
     # No cause remains; this playbook keeps no measuring probe, hence "nothing measured" (exit 4).
     assert end["causes_remaining"] == [] and end["outcome"] == "nothing_measured"
+
+
+def test_replicas_from_prometheus_targets_are_measured_directly(fleet: Fleet) -> None:
+    """``probe replicas --prometheus``: the URLs Prometheus scrapes, each measured directly."""
+    result = subprocess.run(
+        wizard_command("probe", "replicas", "--prometheus", fleet.prometheus.url, "--job", "faulty",
+                       "--window", WINDOW, "--requests", "12", "--max-tokens", "16", "--json"),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert report["source"] == f"Prometheus targets ({fleet.prometheus.url})"
+    assert sorted(r["url"] for r in report["replicas"]) == sorted(
+        s.url for s in [fleet.faulty, *fleet.healthy]
+    )
+    assert report["balancer_round"] is None  # no --via: the replicas only
+    assert report["slow"] == [fleet.faulty.url] and report["causes"] == ["queue_saturation"]
