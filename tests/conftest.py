@@ -256,3 +256,33 @@ def playbook_with_rule(tmp_path: Path, node: str, code: str, when: dict[str, Any
     path = tmp_path / f"playbook-{code}.yaml"
     path.write_text(yaml.safe_dump(book, allow_unicode=True), encoding="utf-8")
     return path
+
+
+def playbook_with_probes_only(
+    tmp_path: Path, keep: tuple[str, ...], params: dict[str, Any] | None = None
+) -> Path:
+    """The built-in playbook with every probe but ``keep`` removed: the same nodes, rules and
+    routes, walked in seconds. For tests of what the walk makes of one probe's evidence (the
+    removed probes' procedure items are credited to the first kept one, so the playbook loads).
+    ``params`` override the kept probes' own (a shorter round)."""
+    import yaml
+
+    from wizard import playbook
+
+    book = yaml.safe_load(Path(playbook.load().path).read_text(encoding="utf-8"))
+    acted: set[str] = set()
+    first = None
+    for node in book["nodes"].values():
+        kept = [p for p in node.get("probes", []) if p["name"] in keep]
+        for probe in kept:
+            probe["params"] = {**probe.get("params", {}), **(params or {})}
+        acted.update(
+            a for p in node.get("probes", []) if p not in kept for a in p.get("acts_on", [])
+        )
+        node["probes"] = kept
+        first = first or next(iter(kept), None)
+    assert first is not None, f"no probe named {keep} in the playbook"
+    first["acts_on"] = sorted(acted | set(first.get("acts_on", [])))
+    path = tmp_path / "playbook-probes-only.yaml"
+    path.write_text(yaml.safe_dump(book, allow_unicode=True), encoding="utf-8")
+    return path

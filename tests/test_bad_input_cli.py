@@ -56,9 +56,11 @@ def test_a_negative_gpu_count_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_folder_as_the_log_and_a_file_as_host_evidence(tmp_path: Path) -> None:
-    result, path = run_nowhere(tmp_path, "--vllm-log", str(tmp_path))
+    empty = tmp_path / "logs"
+    empty.mkdir()
+    result, path = run_nowhere(tmp_path, "--vllm-log", str(empty))
     assert result.returncode == 2
-    assert f"--vllm-log {tmp_path} is a folder: give the server's log file" in one_line(result)
+    assert f"--vllm-log {empty}: no log file in this folder" in one_line(result)
     log = tmp_path / "vllm.log"
     log.write_text("INFO 12-02 10:15:00 api_server.py:1 vLLM API server version 0.6.3\n")
     result, path = run_nowhere(tmp_path, "--host-evidence", str(log))

@@ -20,7 +20,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import SimProcess, assert_walk_exit, start_sim, wizard_command
+from tests.conftest import (
+    SimProcess,
+    assert_walk_exit,
+    playbook_with_probes_only,
+    start_sim,
+    wizard_command,
+)
 from tests.prometheus_server import Prometheus, require_prometheus, start_prometheus
 
 LOAD_S = 6.0
@@ -195,3 +201,66 @@ def test_run_over_a_healthy_fleet_without_target_says_to_pass_one(
     assert result.returncode == 2, result.stderr
     assert "no replica differs" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not path.exists()  # nothing written before the walk could start
+
+
+def test_a_walk_of_a_healthy_replica_keeps_the_faulty_one_as_a_cause(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    """--target on a healthy replica: the faulty one Prometheus names is a cause that remains."""
+    from wizard import transcript
+
+    path = tmp_path / "walk.ndjson"
+    book = playbook_with_probes_only(tmp_path, ("fleet",))
+    result = subprocess.run(
+        wizard_command("run", "--auto", "--playbook", str(book), "--target", fleet.healthy[0].url,
+                       "--prometheus", fleet.prometheus.url, "--job", "faulty", "--window", WINDOW,
+                       "--transcript", str(path)),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    end = assert_walk_exit(result, path)
+    findings = {
+        e["data"]["code"]: e["data"] for e in transcript.load(path).events if e["type"] == "finding"
+    }
+    assert set(findings) == {"LAT072"}, findings  # not LAT070: the walk measures another replica
+    assert Fleet.instance(fleet.faulty) in findings["LAT072"]["evidence"]
+    assert end["outcome"] == "cause_remains" and end["causes_remaining"] == ["queue_saturation"]
+    assert result.returncode == 3
+
+
+def test_a_walk_of_a_healthy_fleet_gives_no_cause(fleet: Fleet, tmp_path: Path) -> None:
+    """The healthy job: no replica differs, no fleet finding, and the walk's end says so."""
+    from wizard import transcript
+
+    path = tmp_path / "walk.ndjson"
+    book = playbook_with_probes_only(tmp_path, ("fleet",))
+    result = subprocess.run(
+        wizard_command("run", "--auto", "--playbook", str(book), "--target", fleet.healthy[0].url,
+                       "--prometheus", fleet.prometheus.url, "--job", "healthy", "--window", WINDOW,
+                       "--transcript", str(path)),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    end = assert_walk_exit(result, path)
+    events = transcript.load(path).events
+    recorded = next(e["data"]["facts"] for e in events
+                    if e["type"] == "probe_result" and e["data"]["probe"] == "fleet")  # fmt: skip
+    assert recorded["replica_count"] == 2 and recorded["look_at"] is None
+    assert [e for e in events if e["type"] == "finding"] == []
+    # No cause remains; this playbook keeps no measuring probe, hence "nothing measured" (exit 4).
+    assert end["causes_remaining"] == [] and end["outcome"] == "nothing_measured"
+
+
+def test_replicas_from_prometheus_targets_are_measured_directly(fleet: Fleet) -> None:
+    """``probe replicas --prometheus``: the URLs Prometheus scrapes, each measured directly."""
+    result = subprocess.run(
+        wizard_command("probe", "replicas", "--prometheus", fleet.prometheus.url, "--job", "faulty",
+                       "--window", WINDOW, "--requests", "12", "--max-tokens", "16", "--json"),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert report["source"] == f"Prometheus targets ({fleet.prometheus.url})"
+    assert sorted(r["url"] for r in report["replicas"]) == sorted(
+        s.url for s in [fleet.faulty, *fleet.healthy]
+    )
+    assert report["balancer_round"] is None  # no --via: the replicas only
+    assert report["slow"] == [fleet.faulty.url] and report["causes"] == ["queue_saturation"]

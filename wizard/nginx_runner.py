@@ -40,12 +40,17 @@ class Nginx:
     """One nginx instance proxying ``/`` to ``upstream``."""
 
     def __init__(
-        self, upstream: str, directives: dict[str, str] | None = None, binary: str | None = None
-    ):
+        self, upstream: str, directives: dict[str, str] | None = None, binary: str | None = None,
+        servers: tuple[str, ...] = (), balancing: str = "",
+    ):  # fmt: skip
+        """``servers`` ("127.0.0.1:8001 weight=2", ...) make ``upstream`` the name of an
+        ``upstream`` block over them (``balancing``: its method line, e.g. ``ip_hash``)."""
         self.binary = binary or find_nginx()
         if self.binary is None:
             raise WizardError("nginx is not installed (Debian: apt-get install nginx)")
         self.upstream = upstream.rstrip("/")
+        self.servers = servers
+        self.balancing = balancing
         self.directives = dict(directives or {})
         self.port = free_port()
         self.prefix = Path(tempfile.mkdtemp(prefix="latency-wizard-nginx-"))
@@ -72,6 +77,12 @@ class Nginx:
             f"            {name} {value};\n" for name, value in self.directives.items()
         )
         p = self.prefix
+        upstream_block = ""
+        if self.servers:
+            name = self.upstream.split("://", 1)[-1]
+            lines = [f"{self.balancing};"] if self.balancing else []
+            lines += [f"server {server};" for server in self.servers]
+            upstream_block = f"    upstream {name} {{ {' '.join(lines)} }}\n"
         return f"""\
 worker_processes 1;
 error_log {p}/logs/error.log info;
@@ -84,7 +95,7 @@ http {{
     fastcgi_temp_path {p}/tmp/fastcgi;
     uwsgi_temp_path {p}/tmp/uwsgi;
     scgi_temp_path {p}/tmp/scgi;
-    server {{
+{upstream_block}    server {{
         listen 127.0.0.1:{self.port};
         location / {{
             proxy_pass {self.upstream};

@@ -302,3 +302,48 @@ def fleet_view(report: dict[str, Any]) -> Group:
     if report.get("note"):
         parts.append(Text(report["note"], style="yellow"))
     return Group(*parts)
+
+
+def replicas_view(report: dict[str, Any]) -> Group:
+    """Every replica measured directly, the balancer's share of requests, then what is wrong."""
+    via = report.get("balancer_round") or {}
+    shares = via.get("shares") or {}
+    table = Table(title=f"replicas from {report['source']}", title_justify="left")
+    for column in (
+        "replica",
+        "TTFT p50",
+        "TPOT p50",
+        "waiting max",
+        "preempt",
+        "share via balancer",
+    ):
+        table.add_column(column)
+
+    def ms(steady: dict[str, Any] | None, key: str) -> str:
+        value = (steady or {}).get(key)
+        return "-" if value is None else f"{value:.1f} ms"
+
+    for r in report["replicas"]:
+        server = r["server"] or {}
+        share = shares.get(r["url"])
+        table.add_row(
+            Text(r["url"], style="bold red" if r["cause"] else ""),
+            ms(r["steady"], "ttft_p50"), ms(r["steady"], "tpot_p50"),
+            "-" if server.get("waiting_max") is None else f"{server['waiting_max']:.0f}",
+            "-" if server.get("preemptions") is None else f"{server['preemptions']:.0f}",
+            "-" if share is None else f"{share:.0%}",
+        )  # fmt: skip
+    parts: list[Any] = [table]
+    for r in report["replicas"]:
+        if r["error"]:
+            parts.append(Text(f"{r['url']}: {r['error']}", style="yellow"))
+    if via:
+        parts.append(Text(f"through the balancer {report['balancer']}: TTFT p50 "
+                          f"{ms(via.get('steady'), 'ttft_p50')}, TPOT p50 "
+                          f"{ms(via.get('steady'), 'tpot_p50')}"))  # fmt: skip
+    for cause, text in report["evidence"].items():
+        parts.append(Text(f"{cause}: {text}", style="bold red"))
+    if not report["causes"]:
+        parts.append(Text("no replica is slower than the others; the balancer spreads the load",
+                          style="green"))  # fmt: skip
+    return Group(*parts)

@@ -150,6 +150,8 @@ def _probe(data: dict[str, Any]) -> RenderableType:
                     f"flags: {', '.join(flags) or 'none'}")  # fmt: skip
     if name == "validate":
         return _loadgen_line(facts)
+    if name == "replicas":
+        return Text(_replicas_lines(facts))
     shown = {k: v for k, v in facts.items() if not isinstance(v, dict | list)}
     return Text(f"  {name} ({label}): " + ", ".join(f"{k}={v}" for k, v in shown.items()))
 
@@ -224,6 +226,26 @@ def _known(value: Any, unit: str = "") -> str:
     return "unknown" if value is None or value == [] else f"{value}{unit}"
 
 
+def _replicas_lines(facts: dict[str, Any]) -> str:
+    """Each replica measured directly, the balancer's share, and what is wrong, one line each."""
+    if not facts.get("available"):
+        return f"  replicas: not measured ({facts.get('note', 'no replicas known')})"
+    shares = (facts.get("balancer_round") or {}).get("shares") or {}
+    lines = [f"  replicas from {facts.get('source')}:"]
+    for replica in facts.get("replicas") or []:
+        steady = replica.get("steady") or {}
+        share = shares.get(replica.get("url"))
+        lines.append(
+            f"    {replica.get('url')}: TTFT p50 {_known(steady.get('ttft_p50'), ' ms')}, TPOT p50 "
+            f"{_known(steady.get('tpot_p50'), ' ms')}"
+            + (f", {share:.0%} of the balancer's requests" if share is not None else "")
+            + (f"; slow: {replica['cause']} ({replica.get('why')})" if replica.get("cause") else "")
+        )
+    for cause, text in (facts.get("evidence") or {}).items():
+        lines.append(f"    {cause}: {text}")
+    return "\n".join(lines)
+
+
 def _host_line(facts: dict[str, Any]) -> str:
     names = ", ".join(sorted(set(facts.get("gpu_names") or [])))
     line = (
@@ -250,11 +272,24 @@ def _log_line(facts: dict[str, Any]) -> str:
         f"start-up {_known(facts.get('startup_s'), ' s')}",
     ]
     errors = ", ".join(f"{e['kind']} (line {e['line']})" for e in facts.get("errors", [])[:5])
-    return (
-        f"  vLLM log {facts['file']}: "
+    where = (
+        f" (replica {facts['replica']} of {facts['replica_count']})" if facts.get("replica") else ""
+    )
+    line = (
+        f"  vLLM log {facts['file']}{where}: "
         + ", ".join(parts)
         + (f"; errors: {errors}" if errors else "")
     )
+    for replica in facts.get("replicas", []):
+        kinds = ", ".join(replica["error_kinds"]) or "none"
+        line += (
+            f"\n    {replica['replica']}: vLLM {_known(replica.get('version'))}, max_num_seqs "
+            f"{_known(replica.get('max_num_seqs'))}, KV cache "
+            f"{_known(replica.get('kv_cache_tokens'), ' tokens')}, errors: {kinds}"
+        )
+    if facts.get("differing_text"):
+        line += f"\n    differ between replicas: {facts['differing_text']}"
+    return line
 
 
 def measurement_table(facts: dict[str, Any], title: str) -> Table:

@@ -84,7 +84,7 @@ and headers around the exposition are skipped and said so in 'notes'."""
 
 def register(subparsers: Any) -> None:
     """Add ``probe`` and its probes."""
-    from wizard.cli import probe_fleet, probe_host
+    from wizard.cli import probe_fleet, probe_host, probe_replicas
 
     probe = subparsers.add_parser(
         "probe", help="run one probe on its own (see 'probe stream --help')"
@@ -199,7 +199,11 @@ def register(subparsers: Any) -> None:
     endpoints.set_defaults(handler=run_endpoints)
     log = probes.add_parser(
         "vllm-log", help="read a vLLM start-up/runtime log (any era, any prefix)",
-        description="Read a vLLM log (a file, or standard input with '-'): KV cache size and "
+        description="Read a vLLM log (a file, or standard input with '-'), or several replicas' "
+        "logs at once (a folder of them, or several pods' `kubectl logs --prefix` in one file, "
+        "told apart by their [pod/NAME/CONTAINER] prefixes: each replica is read on its own, "
+        "listed under 'replicas', and the settings that differ between them under "
+        "'differing_args'): KV cache size and "
         "concurrency, GPU blocks, TP/PP, max_model_len, batch limits, chunked prefill, enforce_eager, "
         "the periodic stats lines, preemptions, and known errors (OOM, KV cache smaller than "
         "max_model_len in all three wordings, chat template, chunked-prefill budget, TP heads). "
@@ -209,11 +213,15 @@ def register(subparsers: Any) -> None:
         "the last one is reported. What is skipped or unreadable is in 'notes'. Reads line by "
         "line: a 1 GB log stays in bounded memory.",
     )  # fmt: skip
-    log.add_argument("file", nargs="?", default="-", help="the log file, or - for standard input")
+    log.add_argument(
+        "file", nargs="?", default="-",
+        help="the log file, a folder of replicas' logs, or - for standard input",
+    )  # fmt: skip
     log.add_argument("--json", action="store_true", help="print one JSON object")
     log.set_defaults(handler=run_vllm_log)
     probe_host.register(probes)
     probe_fleet.register(probes)
+    probe_replicas.register(probes)
 
 
 def _request_arguments(parser: argparse.ArgumentParser, target: bool = True) -> None:
@@ -591,22 +599,32 @@ def run_vllm_log(args: argparse.Namespace) -> int:
     """Parse the log and print the contract keys."""
     import json
     import sys
+    from pathlib import Path
 
     from wizard.cli.inputs import text_input
-    from wizard.probes.vllm_log import read_lines
+    from wizard.errors import UsageError, WizardError
+    from wizard.probes import vllm_logs
     from wizard.terminal import printable
 
-    with text_input(args.file) as handle:
-        report = read_lines(handle)
+    if args.file != "-" and Path(args.file).is_dir():
+        try:
+            report = vllm_logs.read_path(args.file)
+        except WizardError as exc:  # as a file that cannot be read: a usage error
+            raise UsageError(str(exc)) from None
+    else:
+        with text_input(args.file) as handle:
+            report = vllm_logs.read_lines(handle, args.file)
     # The reader notes when no line of the input looked like vLLM's (a wrong file, an empty paste).
     recognised = "note" not in report
     if args.json:
         print(json.dumps(report, indent=2))
     elif recognised:
         for key, value in report.items():
-            if key not in ("runs", "stats"):
+            if key not in ("runs", "stats", "replicas"):
                 print(printable(f"{key}: {value}"))
         print(printable(_vllm_log_summary(report)))
+        for replica in report.get("replicas", []):
+            print(printable(_replica_line(replica)))
     if recognised:
         return 0
     name = "standard input" if args.file == "-" else args.file
@@ -616,6 +634,17 @@ def run_vllm_log(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 1
+
+
+def _replica_line(report: dict[str, Any]) -> str:
+    """One replica of several: its settings, start-up and errors in a line."""
+    errors = ", ".join(f"{e['kind']} (line {e['line']})" for e in report["errors"][:5]) or "none"
+    return (
+        f"replica {report['replica']}: vLLM {report['version']}, max_num_seqs "
+        f"{report['max_num_seqs']}, max_model_len {report['max_model_len']}, KV cache "
+        f"{report['kv_cache_tokens']} tokens, start-up {report['startup_s']} s, "
+        f"{report['lines']} lines, errors: {errors}"
+    )
 
 
 def _vllm_log_summary(report: dict[str, Any]) -> str:

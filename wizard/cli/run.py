@@ -54,10 +54,16 @@ def register(subparsers: Any) -> None:
         "--nginx-conf", help="the proxy's config: nginx.conf, a folder, or saved `nginx -T` output"
     )
     run.add_argument(
+        "--replica", action="append", metavar="URL",
+        help="a replica behind --proxy (repeat it): each is measured directly against the proxy's "
+        "path (default: the nginx upstream in --nginx-conf, else Prometheus' targets)",
+    )  # fmt: skip
+    run.add_argument(
         "--vllm-log",
         metavar="FILE",
         help="the server's log (any vLLM era): start-up config, KV cache, timings and errors. With "
-        "it, a server that failed to start is diagnosed from its log",
+        "it, a server that failed to start is diagnosed from its log. Several replicas: a folder "
+        "of their logs, or `kubectl logs --prefix` of their pods in one file",
     )
     run.add_argument(
         "--host-evidence",
@@ -195,6 +201,10 @@ def run_command(args: argparse.Namespace) -> int:
     for url in filter(None, (args.target, args.proxy)):
         if not url.startswith(("http://", "https://")):
             raise UsageError(f"{url!r} is not an http(s) URL")
+    if args.replica:
+        from wizard.probes.replica_sources import from_list
+
+        from_list(args.replica)  # a bad URL is a usage error before anything runs
     book = playbook_module.load(args.playbook or playbook_module.DEFAULT_PLAYBOOK)
     operator = choose_operator(args, book)
     for url in filter(None, (args.target, args.proxy)):
@@ -205,9 +215,9 @@ def run_command(args: argparse.Namespace) -> int:
               "target": args.target, "proxy": args.proxy, "nginx_conf": _absolute(args.nginx_conf),
               "vllm_log": _absolute(args.vllm_log), "host_evidence": _absolute(args.host_evidence),
               "lang": args.lang or default_language(), "prometheus": args.prometheus,
-              "fleet_window": args.window, "fleet_job": args.job,
+              "fleet_window": args.window, "fleet_job": args.job, "replicas": args.replica,
               "workload": workload.to_header()}  # fmt: skip
-    secrets = url_secrets(args.target, args.proxy, args.prometheus)
+    secrets = url_secrets(args.target, args.proxy, args.prometheus, *(args.replica or []))
     writer = _create(path, header, Redactor([api_key, *secrets]))
     return execute(book, writer, operator, args, api_key, header, events=[], fleet=fleet)
 
@@ -248,11 +258,6 @@ def check_evidence_paths(args: argparse.Namespace) -> None:
     from wizard.errors import UsageError
 
     log, host, conf = args.vllm_log, args.host_evidence, args.nginx_conf
-    if log and Path(log).is_dir():
-        raise UsageError(
-            f"--vllm-log {log} is a folder: give the server's log file (a folder of files "
-            "collected on the GPU host goes to --host-evidence)"
-        )
     if host and Path(host).exists() and not Path(host).is_dir():
         raise UsageError(
             f"--host-evidence {host} is a file: give the folder it is in, or a folder of files "
@@ -263,6 +268,14 @@ def check_evidence_paths(args: argparse.Namespace) -> None:
             raise UsageError(f"{flag} {given}: no such file or folder")
         if given and not os.access(given, os.R_OK):
             raise UsageError(f"{flag} {given}: permission denied (it cannot be read)")
+    if log and Path(log).is_dir():
+        from wizard.errors import WizardError
+        from wizard.probes.vllm_logs import log_files
+
+        try:
+            log_files(Path(log))
+        except WizardError as exc:  # a folder of replicas' logs without any
+            raise UsageError(f"--vllm-log {exc}") from None
 
 
 def _absolute(path: str | None) -> str | None:
@@ -409,7 +422,8 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
     context = ProbeContext(target=header["target"], proxy=header.get("proxy"), nginx_conf=header.get("nginx_conf"),
                            vllm_log=header.get("vllm_log"), host_evidence=header.get("host_evidence"),
                            headers=auth_headers(api_key), timeout_s=args.timeout,
-                           fleet_query=_fleet_query(header), fleet=fleet)  # fmt: skip
+                           fleet_query=_fleet_query(header), fleet=fleet,
+                           replicas=header.get("replicas"))  # fmt: skip
     context.workload = Workload.from_header(header.get("workload"))
     context.model = context.workload.model
     on_busy, context.on_progress = _spinner(screen)

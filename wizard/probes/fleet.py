@@ -270,11 +270,19 @@ def _whole_fleet(results: dict[str, list[Sample]]) -> dict[str, Any]:
 async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Walk probe: the fleet as read at the start of the run (``run --prometheus``), else now."""
     if ctx.fleet is not None:
-        return dict(ctx.fleet)
-    if ctx.fleet_query is None:
+        report = dict(ctx.fleet)
+    elif ctx.fleet_query is None:
         return {"available": False}
-    async with httpx.AsyncClient(timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)) as client:
-        try:
-            return await read_fleet(client, ctx.fleet_query)
-        except WizardError as exc:
-            return {"available": False, "error": str(exc)}
+    else:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)) as client:
+            try:
+                report = await read_fleet(client, ctx.fleet_query)
+            except WizardError as exc:
+                return {"available": False, "error": str(exc)}
+    if report.get("look_at"):
+        # Whether this walk measures the replica that differs: if not, its cause stays a cause
+        # (nothing the walk measures can show it gone).
+        url = report["look_at"]["url"]
+        walked = url is not None and url.rstrip("/") == ctx.target.rstrip("/")
+        report["look_at"] = {**report["look_at"], "walked": walked}
+    return report

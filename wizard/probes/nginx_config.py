@@ -240,6 +240,7 @@ def _analyse_location(loc: dict[str, Any], levels: list[Level], server: dict[str
         "server_name": " ".join(_server_values(server, "server_name")) or None,
         "listen": " ".join(_server_values(server, "listen")) or None,
         "path": " ".join(loc["args"]), "proxy_pass": proxy_pass,
+        "upstream": upstream_name if upstream is not None else None,
         "proxy_buffering": buffering, "proxy_buffering_from": buffering_from,
         "ignores_x_accel_buffering": "x-accel-buffering" in ignored,
         "proxy_read_timeout_s": parse_time(_single(here, "proxy_read_timeout")[0] or "60s"),
@@ -297,13 +298,46 @@ def _walk(block: list[dict[str, Any]], levels: list[Level], server: dict[str, An
 
 
 def _upstreams(block: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    found: dict[str, list[dict[str, Any]]] = {}
+    return {name: upstream.get("block", []) for name, upstream in _upstream_blocks(block).items()}
+
+
+def _upstream_blocks(block: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
     for directive in block:
         if directive["directive"] == "upstream" and directive["args"]:
-            found[directive["args"][0]] = directive.get("block", [])
+            found[directive["args"][0]] = directive
         elif "block" in directive:
-            found.update(_upstreams(directive["block"]))
+            found.update(_upstream_blocks(directive["block"]))
     return found
+
+
+# How an upstream picks a server (nginx's default is weighted round-robin); the methods that pin
+# a client to one server (the same key, the same server) are the sticky ones.
+BALANCING = ("least_conn", "ip_hash", "hash", "random", "least_time", "sticky")
+STICKY_METHODS = frozenset({"ip_hash", "hash", "sticky"})
+
+
+def upstream_summary(directive: dict[str, Any]) -> dict[str, Any]:
+    """One ``upstream`` block: its balancing method and its servers (address, weight, flags)."""
+    block = directive.get("block", [])
+    method = next((d for d in block if d["directive"] in BALANCING), None)
+    servers = []
+    for d in block:
+        if d["directive"] != "server" or not d["args"]:
+            continue
+        flags = d["args"][1:]
+        weight = next((parse_float(f[7:]) for f in flags if f.startswith("weight=")), None)
+        servers.append({
+            "address": d["args"][0], "weight": weight if weight is not None else 1.0,
+            "down": "down" in flags, "backup": "backup" in flags, "line": d.get("line"),
+        })  # fmt: skip
+    return {
+        "name": directive["args"][0], "file": directive.get("file"), "line": directive.get("line"),
+        "method": method["directive"] if method else "round_robin",
+        "method_args": method["args"] if method else [],
+        "sticky": method is not None and method["directive"] in STICKY_METHODS,
+        "servers": servers,
+    }  # fmt: skip
 
 
 def findings_for(
@@ -350,6 +384,7 @@ def analyse(source: Path, worst_gap_ms: float | None = None) -> dict[str, Any]:
     http_11 = version is not None and version >= HTTP_11_DEFAULT_SINCE
     parsed: dict[str, Any] = {}
     locations: list[dict[str, Any]] = []
+    upstreams: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     notes: list[str] = []
     for root in roots:
@@ -364,12 +399,14 @@ def analyse(source: Path, worst_gap_ms: float | None = None) -> dict[str, Any]:
         # A pasted fragment (a bare server or location) is read as if inside http { }.
         http_levels = [] if any(d["directive"] == "http" for d in tree) else [_level("http", tree)]
         _walk(tree, http_levels, {}, _Walk(_upstreams(tree), http_11, locations))
+        upstreams.extend(upstream_summary(d) for d in _upstream_blocks(tree).values())
     if version is None and any(loc["proxy_http_version_from"] == "default" for loc in locations):
         notes.append("proxy_http_version is not set: reported as 1.0, nginx's default before 1.29.7 "
                      "(1.1 since); paste `nginx -V` above the config to have it read")  # fmt: skip
     findings = [f for location in locations for f in findings_for(location, worst_gap_ms)]
     return {
         "locations": locations,
+        "upstreams": upstreams,
         "findings": findings,
         "errors": errors,
         "notes": notes,

@@ -10,6 +10,7 @@ PROBES: dict[str, str] = {
     "endpoints": "wizard.probes.endpoints:probe",
     "fleet": "wizard.probes.fleet:probe",
     "measure": "wizard.probes.measure_probe:probe",
+    "replicas": "wizard.probes.replicas:probe",
     "metrics": "wizard.probes.metrics:probe",
     "validate": "wizard.probes.validate:probe",
     "audit": "wizard.audit:probe",

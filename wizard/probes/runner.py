@@ -39,6 +39,8 @@ class ProbeContext:
     # Called with {done, total, failed, elapsed_s} as a round's requests finish (the CLI draws
     # it; the engine and the probes know no terminal).
     on_progress: Callable[[dict[str, Any]], None] | None = None
+    # ``run --replica URL``: the replicas behind the balancer, as the user listed them.
+    replicas: list[str] | None = None
 
     def url_for(self, path: str) -> str:
         """The base URL of an access path ("direct" or "proxy")."""

@@ -492,20 +492,9 @@ START_UP_FAILURES = frozenset({
 })  # fmt: skip
 
 
-def read_file(path: str) -> dict[str, Any]:
-    """Parse a log file; a one-line WizardError when it cannot be read."""
-    from wizard.errors import WizardError
-
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:  # noqa: PTH123
-            return read_lines(handle)
-    except OSError as exc:
-        raise WizardError(f"cannot read {path}: {exc.strerror}") from None
-
-
 def walk_facts(report: dict[str, Any]) -> dict[str, Any]:
     """The report without its bulky lists, plus what the playbook's rules read."""
-    facts = {k: v for k, v in report.items() if k not in ("runs", "stats")}
+    facts = {k: v for k, v in report.items() if k not in ("runs", "stats", "replicas")}
     stats = report["stats"]
     kinds = [e["kind"] for e in report["errors"]]
     tp, pp = report["tensor_parallel_size"], report["pipeline_parallel_size"] or 1
@@ -553,13 +542,18 @@ def layout_on_nodes(facts: dict[str, Any], gpus_per_node: Any) -> dict[str, Any]
 
 
 async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """Walk probe: the log given with --vllm-log, else one found among the host evidence."""
+    """Walk probe: the log given with --vllm-log (a file, a folder of replicas' logs, or several
+    pods' ``kubectl logs --prefix``), else one found among the host evidence."""
     import asyncio
+
+    from wizard.probes import vllm_logs
 
     path = getattr(ctx, "vllm_log", None) or params.get("path")
     if not path:
         return {"available": False}
-    report = await asyncio.to_thread(read_file, str(path))
+    report = await asyncio.to_thread(vllm_logs.read_path, str(path))
     facts = walk_facts(report)
+    if "replicas" in report:
+        facts.update(vllm_logs.walk_facts(report))
     return {"available": True, "file": str(path), **facts,
             **layout_on_nodes(facts, params.get("gpus_per_node"))}  # fmt: skip

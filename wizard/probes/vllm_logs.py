@@ -1,0 +1,145 @@
+"""Several replicas' vLLM logs at once, told apart per replica.
+
+Two shapes: a folder (one file per replica, named by the file), or ``kubectl logs --prefix`` of
+several pods concatenated (``kubectl logs -l app=vllm --prefix``, ``--all-pods``), where kubectl
+starts every line with ``[pod/NAME/CONTAINER] `` (``addPrefixIfNeeded`` in kubectl's logs.go; with
+``--timestamps`` the time follows the prefix). Lines of pods followed in parallel interleave, so
+each line goes to its own replica's reader by its prefix: runs, stats and errors are never mixed
+across replicas. A file without any prefixed line is one replica, as before. Lines without a
+prefix in a prefixed file (kubectl's own ``error: ...`` lines) belong to no replica and are noted.
+Each reader is the single-log reader (``vllm_log.LogReader``), fed line by line: memory stays
+bounded by the number of replicas, not the size of the logs.
+
+The report of a single replica is exactly ``vllm_log``'s. With several, the top level is the
+report of the replica the walk reads (the first whose log shows an error, else the first), with
+``replica`` (its name), ``replica_count``, ``replicas`` (each one's report, under its name) and
+``differing_args`` (server settings that differ between replicas: a replica started with other
+flags than its peers is a classic cause of one slow replica).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from wizard.errors import WizardError
+from wizard.probes.vllm_log import LogReader
+
+POD_PREFIX = re.compile(r"^\[(?P<source>pod/[^/\]\s]+/[^\]\s]*)\] ")
+# What a replica was started with: a difference between replicas is worth naming.
+COMPARED_ARGS = (
+    "version", "engine", "max_num_seqs", "max_num_batched_tokens", "max_model_len",
+    "gpu_memory_utilization", "kv_cache_tokens", "tensor_parallel_size",
+    "pipeline_parallel_size", "chunked_prefill", "enforce_eager", "block_size",
+)  # fmt: skip
+# The replica's own report keys shown per replica in the walk's facts (the rest is in the CLI's).
+WALK_KEYS = ("lines", "startup_s", "stats_total", "preemptions_seen", *COMPARED_ARGS)
+
+
+class _Split:
+    """A reader per replica, fed one line at a time from every source given."""
+
+    def __init__(self) -> None:
+        self.readers: dict[str, LogReader] = {}
+        self.unattributed = 0
+
+    def feed(self, lines: Iterable[str], name: str) -> None:
+        """One source: its prefixed lines to their pods' readers; without any, it is replica ``name``."""
+        plain = LogReader()
+        prefixed = False
+        for line in lines:
+            match = POD_PREFIX.match(line)
+            if match is None:
+                plain.feed(line)
+            else:
+                prefixed = True
+                self.readers.setdefault(match["source"], LogReader()).feed(line[match.end() :])
+        if prefixed:
+            self.unattributed += plain.line_number
+        else:
+            self.readers[name] = plain
+
+
+def log_files(folder: Path) -> list[Path]:
+    """The replicas' logs in a folder: its files (not hidden ones), by name."""
+    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    if not files:
+        raise WizardError(f"{folder}: no log file in this folder (one file per replica)")
+    return files
+
+
+def read_path(path: str | Path) -> dict[str, Any]:
+    """Every replica's log in a folder or a (kubectl --prefix) file; one-line WizardError when
+    it cannot be read."""
+    source = Path(path)
+    split = _Split()
+    for file in log_files(source) if source.is_dir() else [source]:
+        try:
+            with file.open(encoding="utf-8", errors="replace") as handle:
+                split.feed(handle, file.name)
+        except OSError as exc:
+            raise WizardError(f"cannot read {file}: {exc.strerror}") from None
+    return combine(split)
+
+
+def read_lines(lines: Iterable[str], name: str = "-") -> dict[str, Any]:
+    """One input (standard input, a paste) that may hold several pods' prefixed lines."""
+    split = _Split()
+    split.feed(lines, name)
+    return combine(split)
+
+
+def combine(split: _Split) -> dict[str, Any]:
+    """The single-log report, or the chosen replica's with every replica's beside it."""
+    reports = {}
+    for name, reader in split.readers.items():
+        reader.finish()
+        reports[name] = reader.result()
+    if len(reports) == 1 and not split.unattributed:
+        return next(iter(reports.values()))
+    chosen = next((n for n, r in reports.items() if r["errors"]), next(iter(reports)))
+    report = dict(reports[chosen])
+    report["notes"] = list(report["notes"])
+    if split.unattributed:
+        report["notes"].append(
+            f"{split.unattributed} lines without a [pod/NAME/CONTAINER] prefix belong to no "
+            "replica and were not read"
+        )
+    report.update(
+        replica=chosen,
+        replica_count=len(reports),
+        replicas=[{"replica": name, **r} for name, r in reports.items()],
+        differing_args=differing_args(reports),
+    )
+    return report
+
+
+def differing_args(reports: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each server setting that differs between the replicas whose logs show it: {key: {replica:
+    value}}. A setting a log does not show is not a difference."""
+    found = {}
+    for key in COMPARED_ARGS:
+        shown = {name: r.get(key) for name, r in reports.items() if r.get(key) is not None}
+        if len({repr(v) for v in shown.values()}) > 1:
+            found[key] = shown
+    return found
+
+
+def walk_facts(report: dict[str, Any]) -> dict[str, Any]:
+    """Each replica's log in brief, and the settings that differ, for the walk's facts (the full
+    reports stay in the CLI's)."""
+    differing = report["differing_args"]
+    return {
+        "replicas": [
+            {"replica": r["replica"], "error_kinds": [e["kind"] for e in r["errors"]],
+             **{k: r.get(k) for k in WALK_KEYS}}
+            for r in report["replicas"]
+        ],
+        "differing_count": len(differing),
+        "differing_text": "; ".join(
+            f"{key}: " + ", ".join(f"{name}={value}" for name, value in shown.items())
+            for key, shown in differing.items()
+        ),
+    }  # fmt: skip
