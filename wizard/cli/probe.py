@@ -593,11 +593,11 @@ def run_vllm_log(args: argparse.Namespace) -> int:
     import sys
 
     from wizard.cli.inputs import text_input
-    from wizard.probes.vllm_log import read_lines
+    from wizard.probes.vllm_log import read_text
     from wizard.terminal import printable
 
     with text_input(args.file) as handle:
-        report = read_lines(handle)
+        report = read_text(handle)
     # The reader notes when no line of the input looked like vLLM's (a wrong file, an empty paste).
     recognised = "note" not in report
     if args.json:
