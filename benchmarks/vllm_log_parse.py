@@ -1,10 +1,12 @@
 """Log parsing throughput and peak memory on a large generated vLLM log.
 
-Run on demand: ``python benchmarks/vllm_log_parse.py [--mb 200] [--restart-every-mb 1]``. Writes a
-log of about that size (0.34-style start-up lines, then stats lines and chatter repeated; with
-``--restart-every-mb`` the start-up lines again every so many MB, as a server in a restart loop
-leaves), parses it with the same code as ``probe vllm-log`` and prints MB/s, the process's peak RSS
-before and after, and the size of the JSON report.
+Run on demand: ``python benchmarks/vllm_log_parse.py [--mb 200] [--restart-every-mb 1] [--log PATH]``.
+Writes a log of about that size (0.34-style start-up lines, then stats lines and chatter repeated;
+with ``--restart-every-mb`` the start-up lines again every so many MB, as a server in a restart
+loop leaves; with ``--log`` to PATH, or reads PATH when it exists, so runs can share one log),
+parses it with the same code as ``probe vllm-log`` (``read_text``) and prints MB/s by the wall
+clock and by the process's CPU time (less sensitive to a shared machine), its peak RSS before and
+after, and the size of the JSON report.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from wizard.probes.vllm_log import read_lines
+from wizard.probes.vllm_log import read_text
 
 HEADER = (
     "(APIServer pid=9) INFO 12-02 10:00:00 [utils.py:96] non-default args: {'model': 'm'}\n"
@@ -37,30 +39,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=200)
     parser.add_argument("--restart-every-mb", type=float, default=0.0)
+    parser.add_argument("--log", type=Path, help="the log to parse (written first if missing)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "vllm.log"
-        with path.open("w") as out:
-            out.write(HEADER)
-            block = BODY * 2000
-            every = args.restart_every_mb * 1024 * 1024
-            next_restart = every
-            while out.tell() < args.mb * 1024 * 1024:
-                out.write(block)
-                if every and out.tell() >= next_restart:
-                    out.write(HEADER)
-                    next_restart += every
+        path = args.log or Path(tmp) / "vllm.log"
+        if not path.exists():
+            write_log(path, args.mb, args.restart_every_mb)
         size_mb = path.stat().st_size / 1024 / 1024
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        before = resource.getrusage(resource.RUSAGE_SELF)
         began = time.monotonic()
         with path.open(encoding="utf-8", errors="replace") as handle:
-            report = read_lines(handle)
+            report = read_text(handle)
         seconds = time.monotonic() - began
-        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     output_mb = len(json.dumps(report)) / 1024 / 1024
     print(f"{size_mb:.0f} MB, {report['lines']:,} lines, {report['runs_total']:,} runs, "
           f"{report['stats_total']:,} stats lines in the last: {seconds:.1f} s = {size_mb / seconds:.1f} MB/s; "
-          f"peak RSS {before:.0f} MB before, {after:.0f} MB after; JSON report {output_mb:.2f} MB")  # fmt: skip
+          f"CPU {cpu:.1f} s = {size_mb / cpu:.1f} MB/s; peak RSS {before.ru_maxrss / 1024:.0f} MB before, "
+          f"{after.ru_maxrss / 1024:.0f} MB after; JSON report {output_mb:.2f} MB")  # fmt: skip
+
+
+def write_log(path: Path, mb: int, restart_every_mb: float) -> None:
+    with path.open("w") as out:
+        out.write(HEADER)
+        block = BODY * 2000
+        every = restart_every_mb * 1024 * 1024
+        next_restart = every
+        while out.tell() < mb * 1024 * 1024:
+            out.write(block)
+            if every and out.tell() >= next_restart:
+                out.write(HEADER)
+                next_restart += every
 
 
 if __name__ == "__main__":

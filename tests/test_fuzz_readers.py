@@ -61,6 +61,27 @@ def test_vllm_log(text: str) -> None:
     _vllm_log_summary(report)
 
 
+# The block reader (``read_text``, what ``probe vllm-log`` and the walk use) reads a steady run's
+# lines only where its scan finds something: the same report as line by line, whatever the block
+# size (lines cut across blocks), with glued lines, pasted manifests and restarts spliced in.
+SCAN_TOKENS = (
+    *LOG_TOKENS, "xINFO 01-01 00:00:00 ", "x(APIServer pid=1) INFO 01-01 00:00:00 ", "\n  args:\n",
+    "\n- --max-num-seqs=4\n", "\nvllm serve m --max-num-seqs 4 \\\n", "Starting vLLM server on ",
+    "args: Namespace(max_num_seqs=3)", "\u2588 version 0.9.0", "Initializing a V1 LLM engine (v0.34.0) with config: ",
+)  # fmt: skip
+
+
+@FUZZ
+@given(mutated(LOGS, SCAN_TOKENS), st.integers(1, 400))
+def test_vllm_log_blocks_read_as_lines(text: str, block_chars: int) -> None:
+    import io
+
+    from wizard.probes import vllm_log
+
+    by_lines = vllm_log.read_lines(io.StringIO(text))
+    assert vllm_log.read_text(io.StringIO(text), block_chars) == by_lines
+
+
 # -- /metrics ------------------------------------------------------------------------------------
 
 METRICS = fixture_texts("metrics/*.txt")

@@ -304,3 +304,31 @@ def test_cached_blocks_are_shared_while_used_and_evicted_oldest_first() -> None:
     # prompt is computed in full afterwards.
     assert admit(scheduler, SimRequest("c", 640, 1, prompt=prompt(0, "c", 640)))[1] == 0
     assert admit(scheduler, SimRequest("d", 320, 1, prompt=words)) == (320, 0)
+
+
+def test_the_step_loop_idles_until_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step's wait never yields to the loop over and over until it is due (a loop kept runnable
+    is ranked a CPU hog on a shared machine and woken late: issue #12), and never ends early."""
+    import asyncio
+    import time
+
+    from wizard.sim import engine
+
+    yields = []
+    sleep = asyncio.sleep
+
+    async def counted(delay: float, *args: object) -> None:
+        yields.append(delay)
+        await sleep(delay)
+
+    monkeypatch.setattr(asyncio, "sleep", counted)
+
+    async def wait() -> tuple[int, int]:
+        deadline = time.monotonic_ns() + 30_000_000
+        await engine._sleep_until(deadline)
+        return deadline, time.monotonic_ns()
+
+    for _ in range(3):
+        deadline, woke = asyncio.run(wait())
+        assert woke >= deadline
+    assert 0 not in yields, f"{yields.count(0)} yields while waiting"

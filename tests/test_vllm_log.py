@@ -557,3 +557,58 @@ def test_the_nodes_a_layout_spans_come_from_the_hosts_own_gpus() -> None:
     }
     assert layout_on_nodes({"gpus_used": 4}, 0)["nodes_spanned"] is None
     assert layout_on_nodes({"gpus_used": None}, 8)["gpus_used_per_node"] is None
+
+
+# -- the block reader (read_text): a steady run's lines are read only where its scan finds one --
+
+STEADY_STATS = (
+    "(APIServer pid=9) INFO 12-02 10:00:31 [loggers.py:270] Engine 000: Avg prompt throughput: 1.0 "
+    "tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
+    "GPU KV cache usage: 5.0%"
+)
+CHATTER = '(APIServer pid=9) INFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 200 OK\n' * 3
+RESTARTED_READY = "(APIServer pid=9) INFO 12-02 10:10:30 [x.py:1] Starting vLLM server on x\n"
+# Each case follows a steady run (its stats lines read); what it changes shows only if its lines
+# are read as line by line reads them.
+STEADY_CASES = {
+    # two stats lines glued: the glue comes after the scan's first find on the line
+    "glued stats": (STEADY_STATS + STEADY_STATS.replace("10:00:31", "10:00:32") + "\n",
+                    lambda r: r["stats_total"] == 4),
+    # a glued line whose second half starts the next run
+    "glued restart": (STEADY_STATS + "(APIServer pid=9) INFO 12-02 10:01:00 [utils.py:96] "
+                      "non-default args: {'model': 'm2'}\n", lambda r: r["model"] == "m2"),
+    # glued before the scan's first find (no dash after it): the run starts at the second time
+    "glued start": ("(APIServer pid=9) INFO 12-02 10:09:00 [x.py:1] a(APIServer pid=9) INFO 12-02 "
+                    "10:10:00 [utils.py:96] non-default args: {'model': 'm4'}\n" + RESTARTED_READY,
+                    lambda r: r["model"] == "m4" and r["startup_span_s"] == 30.0),
+    "glued start, no pid": ("(APIServer pid=9) INFO 12-02 10:09:00 [x.py:1] aINFO 12-02 10:10:00 "
+                            "[utils.py:96] non-default args: {'model': 'm5'}\n" + RESTARTED_READY,
+                            lambda r: r["model"] == "m5" and r["startup_span_s"] == 30.0),
+    # a manifest pasted after the log: its list items carry no needle but are read while collected
+    "manifest": ((REAL / "pasted" / "args-k8s-lists.yaml").read_text(encoding="utf-8"),
+                 lambda r: r["tensor_parallel_size"] == 2),
+    # a command continued by backslashes
+    "command": ("python -m vllm.entrypoints.openai.api_server --model m3 \\\n  --max-num-seqs 5 \\\n"
+                "  --max-model-len 1024\n", lambda r: r["max_num_seqs"] == 5),
+    # a restart: uvicorn's ready line has no time, so the start-up ends at the line before it,
+    # which has no needle
+    "restart": (V1_034.split("\n", 1)[0].replace("10:00:00", "10:05:00") + "\n"
+                "(APIServer pid=9) INFO 12-02 10:05:42 [x.py:1] x\n"
+                "INFO:     Uvicorn running on http://0.0.0.0:8000\n",
+                lambda r: r["startup_span_s"] == 42.0),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(STEADY_CASES))
+def test_the_block_reader_reads_as_line_by_line(case: str) -> None:
+    import io
+
+    from wizard.probes.vllm_log import read_text
+
+    tail, shows = STEADY_CASES[case]
+    ready = "(APIServer pid=9) INFO 12-02 10:00:10 [api_server.py:1] Starting vLLM server on x\n"
+    text = V1_034 + ready + CHATTER + STEADY_STATS + "\n" + CHATTER + tail + CHATTER
+    by_lines = read_lines(io.StringIO(text))
+    assert shows(by_lines), case
+    for block_chars in (1, 2, 3, 17, 64, 100_000):
+        assert read_text(io.StringIO(text), block_chars) == by_lines, (case, block_chars)

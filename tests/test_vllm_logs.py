@@ -7,6 +7,7 @@ followed in parallel interleave line by line, which the tests reproduce.
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import subprocess
@@ -74,6 +75,17 @@ def test_kubectl_prefixed_pods_are_each_read_as_their_own_log(
     }  # fmt: skip
     # kubectl's own unprefixed line belongs to no replica, and says so.
     assert any("1 lines without a [pod/NAME/CONTAINER] prefix" in n for n in report["notes"])
+
+
+@pytest.mark.parametrize("block_chars", [7, 64, 4096])
+def test_blocks_of_any_size_route_the_same_lines(block_chars: int) -> None:
+    """A paste whose first lines carry no prefix (a shell prompt, kubectl's own error) and whose
+    prefixed lines begin in a later block: the unprefixed blocks take the reader's fast path, and
+    from the first prefixed line on each line is routed; block edges change nothing."""
+    text = "$ kubectl logs -l app=vllm --prefix\n" + interleaved(PODS)
+    whole = vllm_logs.read_stream(io.StringIO(text))
+    assert vllm_logs.read_stream(io.StringIO(text), block_chars=block_chars) == whole
+    assert by_replica(whole) == {name: alone(log) for name, log in PODS.items()}
 
 
 def test_a_folder_is_one_replica_per_file(tmp_path: Path) -> None:

@@ -613,7 +613,7 @@ def run_vllm_log(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     else:
         with text_input(args.file) as handle:
-            report = vllm_logs.read_lines(handle, args.file)
+            report = vllm_logs.read_stream(handle, args.file)
     # The reader notes when no line of the input looked like vLLM's (a wrong file, an empty paste).
     recognised = "note" not in report
     if args.json:

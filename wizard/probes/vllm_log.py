@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
 
 from wizard.numbers import MAX_DIGITS, parse_float, parse_int
 from wizard.probes import vllm_stats
-from wizard.probes.vllm_args import ArgsCollector, ServerArgs, read_namespace
+from wizard.probes.vllm_args import MANIFEST_FIRST, ArgsCollector, ServerArgs, read_namespace
 from wizard.probes.vllm_engine import (
     ENGINE_LINE,
     MARK,
+    MARKS,
     VERSION,
     code_mark,
     version_mark,
@@ -225,6 +226,49 @@ NEEDLES = (
 # substring tests instead: in the alternation they slowed every line by a fifth.
 INTERESTING = re.compile("|".join(re.escape(needle) for needle in NEEDLES))
 STATS_NEEDLE = vllm_stats.NEEDLE
+# Characters of log text, the most frequent first (a generated 0.34 log and the real fixtures).
+_COMMON = " er0t:1noips.ag2cludm/vP3OI,h-T_A\n=NS4F9y()7\"'k][856qRbKEfH^GWUwVC%MxzD`L"
+
+
+def _from_rarest(needle: str) -> tuple[str, str]:
+    """(the needle's rarest character, a regex for the needle that starts with it): the regex
+    engine tries an alternation only where a branch's first character stands, so branches that
+    start with rare characters make a scan cheap; a look-behind checks what comes before it."""
+
+    def commonness(at: int) -> int:
+        return _COMMON.find(needle[at]) if needle[at] in _COMMON else len(_COMMON)
+
+    at = max(range(len(needle)), key=commonness)
+    before = f"(?<={re.escape(needle[: at + 1])})" if at else ""
+    return needle[at], before + re.escape(needle[at + 1 :])
+
+
+def _scanner(needles: Iterable[str]) -> re.Pattern[str]:
+    """One regex for: any of ``needles`` (each from its rarest character), a place where
+    ``GLUE`` could split (a level word, or the "(name pid=N) " group before one, right after a
+    non-space; a literal first, as a leading look-behind is tried at every position), and the
+    start of a line ``ArgsCollector.wants`` (searched from the newline before it: a manifest's
+    key starts its line after one of MANIFEST_FIRST)."""
+    by_first: dict[str, list[str]] = {}
+    for first, rest in sorted({_from_rarest(needle) for needle in needles}):
+        by_first.setdefault(first, []).append(rest)
+    stamp = r" \d\d-\d\d \d\d:\d\d:\d\d"
+    levels = ("INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL")
+    return re.compile("|".join([
+        *(f"{re.escape(first)}(?:{'|'.join(rests)})" for first, rests in by_first.items()),
+        *(f"{level}(?<=\\S{level}){stamp}" for level in levels),
+        rf"\((?<=\S\()[\w\-]+(?: rank=\d+)? pid=\d+\) (?:{'|'.join(levels)}){stamp}",
+        rf"\n[{re.escape(MANIFEST_FIRST)}][^\n]*?(?:args:|command:|image:)",
+    ]))  # fmt: skip
+
+
+# What a line needs for ``_line`` to do anything once its run is steady (``LogReader.steady``):
+# the needles, the two rare start lines, the stats line, "vllm" (``ArgsCollector.wants``), and
+# while the run's engine is unknown the marks of its code. A block of a long log is scanned for
+# them at C speed and only the lines they are on are read.
+_STEADY_NEEDLES = (*NEEDLES, "Namespace(", "█", STATS_NEEDLE, "vllm")
+SCAN = _scanner(_STEADY_NEEDLES)
+SCAN_ENGINE_UNKNOWN = _scanner((*_STEADY_NEEDLES, *(mark[0] for mark in MARKS)))
 
 
 def _may_be_glued(line: str) -> bool:
@@ -279,6 +323,43 @@ class LogReader:
                 self._line(part)
         else:
             self._line(line)
+
+    def steady(self) -> bool:
+        """Whether a line without any of ``NOT_A_NO_OP``'s needles changes nothing now: the run
+        has started (no timestamps to keep), and no pasted command is being collected."""
+        run = self.run
+        return (run.server_ready or run.stats_total > 0) and not self._args.busy
+
+    def feed_text(self, text: str) -> None:
+        """Whole lines, each ended by a newline: as ``feed`` on each line, but while the run is
+        steady only the lines ``SCAN`` finds are read (3-4x faster on a long log)."""
+        pos, end = 0, len(text)
+        if end:  # the first line has no newline before it for the manifest branch of SCAN
+            newline = text.find("\n")
+            self.feed(text[:newline])
+            pos = newline + 1
+        while pos < end:
+            if not self.steady():
+                newline = text.find("\n", pos)
+                self.feed(text[pos:newline])
+                pos = newline + 1
+                continue
+            scan = SCAN if self.run.engine_strength else SCAN_ENGINE_UNKNOWN
+            found = scan.search(text, pos - 1)  # from the newline that ends the previous line
+            if found is None:
+                self.line_number += text.count("\n", pos)
+                return
+            start = text.rfind("\n", pos - 1, found.end() - 1) + 1
+            newline = text.find("\n", found.end() - 1)
+            self.line_number += text.count("\n", pos, start)
+            # SCAN found the line's first place where GLUE could split, if it is the first thing
+            # it found: a line with no dash after that has no timestamp there, so it is whole.
+            if text.find("-", found.start(), newline) >= 0:
+                self.feed(text[start:newline])
+            else:
+                self.line_number += 1
+                self._line(text[start:newline])
+            pos = newline + 1
 
     def _new_run_if_started(self, line: str, at_line: int | None = None) -> None:
         if not self.run.empty:
@@ -481,6 +562,42 @@ def read_lines(lines: Iterable[str]) -> dict[str, Any]:
     reader = LogReader()
     for line in lines:
         reader.feed(line)
+    reader.finish()
+    return reader.result()
+
+
+BLOCK_CHARS = 1 << 20
+
+
+def line_blocks(handle: TextIO, block_chars: int = BLOCK_CHARS) -> Iterator[str]:
+    """The stream's text in blocks of whole lines, each ended by a newline: a line longer than a
+    block comes whole in a block of its own, and the last line gets the newline it lacked."""
+    partial: list[str] = []  # a line longer than a block, until its newline comes
+    while block := handle.read(block_chars):
+        if partial:
+            first = block.find("\n")
+            if first < 0:
+                partial.append(block)
+                continue
+            partial.append(block[: first + 1])
+            yield "".join(partial)
+            partial.clear()
+            block = block[first + 1 :]
+        cut = block.rfind("\n") + 1
+        if cut:
+            yield block[:cut]
+        if cut < len(block):
+            partial.append(block[cut:])
+    if partial:
+        yield "".join(partial) + "\n"
+
+
+def read_text(handle: TextIO, block_chars: int = BLOCK_CHARS) -> dict[str, Any]:
+    """Parse a text stream block by block: the same reading as ``read_lines(handle)`` (whose lines
+    end at each newline the stream gives), 3-4x faster on a long log; memory stays bounded."""
+    reader = LogReader()
+    for block in line_blocks(handle, block_chars):
+        reader.feed_text(block)
     reader.finish()
     return reader.result()
 

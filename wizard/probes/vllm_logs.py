@@ -20,14 +20,14 @@ flags than its peers is a classic cause of one slow replica).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from wizard.errors import WizardError
-from wizard.probes.vllm_log import LogReader
+from wizard.probes.vllm_log import BLOCK_CHARS, LogReader, line_blocks
 
 POD_PREFIX = re.compile(r"^\[(?P<source>pod/[^/\]\s]+/[^\]\s]*)\] ")
+ANY_POD_PREFIX = re.compile(POD_PREFIX.pattern, re.MULTILINE)
 # What a replica was started with: a difference between replicas is worth naming.
 COMPARED_ARGS = (
     "version", "engine", "max_num_seqs", "max_num_batched_tokens", "max_model_len",
@@ -45,17 +45,24 @@ class _Split:
         self.readers: dict[str, LogReader] = {}
         self.unattributed = 0
 
-    def feed(self, lines: Iterable[str], name: str) -> None:
-        """One source: its prefixed lines to their pods' readers; without any, it is replica ``name``."""
+    def feed(self, handle: TextIO, name: str, block_chars: int = BLOCK_CHARS) -> None:
+        """One source: its prefixed lines to their pods' readers; without any, it is replica ``name``.
+
+        Blocks without a prefixed line go to the plain reader whole (its fast path, the same
+        reading as line by line); from the first prefixed line on, every line is routed alone."""
         plain = LogReader()
         prefixed = False
-        for line in lines:
-            match = POD_PREFIX.match(line)
-            if match is None:
-                plain.feed(line)
-            else:
-                prefixed = True
-                self.readers.setdefault(match["source"], LogReader()).feed(line[match.end() :])
+        for block in line_blocks(handle, block_chars):
+            if not prefixed and ANY_POD_PREFIX.search(block) is None:
+                plain.feed_text(block)
+                continue
+            prefixed = True
+            for line in block[:-1].split("\n"):
+                match = POD_PREFIX.match(line)
+                if match is None:
+                    plain.feed(line)
+                else:
+                    self.readers.setdefault(match["source"], LogReader()).feed(line[match.end() :])
         if prefixed:
             self.unattributed += plain.line_number
         else:
@@ -84,10 +91,10 @@ def read_path(path: str | Path) -> dict[str, Any]:
     return combine(split)
 
 
-def read_lines(lines: Iterable[str], name: str = "-") -> dict[str, Any]:
+def read_stream(handle: TextIO, name: str = "-", block_chars: int = BLOCK_CHARS) -> dict[str, Any]:
     """One input (standard input, a paste) that may hold several pods' prefixed lines."""
     split = _Split()
-    split.feed(lines, name)
+    split.feed(handle, name, block_chars)
     return combine(split)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from wizard.numbers import parse_float, parse_int
+from wizard.numbers import MAX_DIGITS, MAX_FLOAT_CHARS, parse_float, parse_int
 
 NEEDLE = "Avg prompt throughput: "
 FAST = re.compile(
@@ -32,25 +32,44 @@ def read(line: str) -> tuple[dict[str, Any], str] | None:
     reads the device from it: only once per run, so not on every line), or None."""
     if EXTRAS_HINT in line or (match := FAST.search(line)) is None:
         return _segments(line[line.find(NEEDLE) :]) if NEEDLE in line else None
-    # The hot path of a long log, inline: a function call per line was a tenth of its time.
-    numbers = [
-        parse_int(match.group("running")), parse_int(match.group("waiting")),
-        parse_float(match.group("kv")), parse_float(match.group("prompt")),
-        parse_float(match.group("gen")), parse_int(match.group("preemptions") or "0"),
-    ]  # fmt: skip
-    if None in numbers:  # a number that does not parse: not one of vLLM's stats lines
+    prompt, gen, running, swapped, waiting, preempted, before, kv, prefix = match.groups()
+    numbers = _numbers(line, running, waiting, kv, prompt, gen, preempted or "0")
+    if numbers is None:  # a number that does not parse: not one of vLLM's stats lines
         return None
-    running, waiting, kv, prompt, gen, preemptions = numbers
+    running_n, waiting_n, kv_n, prompt_n, gen_n, preemptions = numbers
     # The key keeps its old name whatever the device (a contract other tools read).
     stats = {
-        "running": running, "waiting": waiting, "gpu_kv_cache_usage_pct": kv,
-        "prompt_throughput": prompt, "generation_throughput": gen, "preemptions": preemptions,
+        "running": running_n, "waiting": waiting_n, "gpu_kv_cache_usage_pct": kv_n,
+        "prompt_throughput": prompt_n, "generation_throughput": gen_n, "preemptions": preemptions,
     }  # fmt: skip
-    if (prefix := match.group("prefix")) is not None:  # V1 only; absent from V0's lines
+    if prefix is not None:  # V1 only; absent from V0's lines
         stats["prefix_cache_hit_rate_pct"] = parse_float(prefix)
-    if (swapped := match.group("swapped")) is not None:  # V0 only
+    if swapped is not None:  # V0 only
         stats["swapped"] = parse_int(swapped)
-    return stats, match.group("before")
+    return stats, before
+
+
+def _numbers(line: str, *texts: str) -> tuple[Any, ...] | None:
+    """running, waiting (int), kv, prompt, gen (float), preemptions (int) from their texts; None
+    when one does not parse."""
+    running, waiting, kv, prompt, gen, preempted = texts
+    # The hot path of a long log: on an ASCII line, digits together no longer than one number
+    # may be are what parse_int and parse_float take as they are (their six calls were two
+    # thirds of a stats line's time); "1.2.3" and "." match [\d.]+ and are no numbers.
+    if (
+        line.isascii()
+        and len(running) + len(waiting) + len(preempted) <= MAX_DIGITS
+        and len(kv) + len(prompt) + len(gen) <= MAX_FLOAT_CHARS
+    ):
+        try:
+            return int(running), int(waiting), float(kv), float(prompt), float(gen), int(preempted)
+        except ValueError:
+            return None
+    numbers = (
+        parse_int(running), parse_int(waiting), parse_float(kv), parse_float(prompt),
+        parse_float(gen), parse_int(preempted),
+    )  # fmt: skip
+    return None if None in numbers else numbers
 
 
 EXTRAS_HINT = "time/tok"  # early 2024's lines carry it (with Max iteration time): read by segments

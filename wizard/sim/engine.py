@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from wizard.sim.config import Resolved, SimConfig
@@ -77,18 +78,25 @@ class Stream:
         }
 
 
-# Event-loop timers have millisecond granularity (libuv rounds up), so the loop sleeps until just
-# before a step's deadline and then yields until it is due; other tasks (sends) keep running.
-TIMER_SLACK_NS = 1_500_000
+# A step ends at its deadline to the microsecond: the loop's own timers have millisecond
+# granularity (libuv rounds up), and sleeping to 1.5 ms before the deadline and then yielding until
+# it was due kept the loop's thread runnable for that time every step. On a shared machine the
+# kernel then ranks it as a CPU hog: at load 5-8 on 2 cores it waited 0.4-0.7 ms on the run queue
+# at every wake-up and 4-20 ms at 64 streams, and the emission jitter p99 was 4-7 ms at 1 stream.
+# A thread of its own sleeps to the deadline (clock_nanosleep) and wakes the loop: p99 0.4-2 ms at
+# 1 stream, 3-16 ms at 64, on the same machine (benchmarks/results/sim_capacity.md).
+_STEP_TIMER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sim-step-timer")
+
+
+def _sleep_to(deadline_ns: int) -> None:
+    if (delay_ns := deadline_ns - time.monotonic_ns()) > 0:
+        time.sleep(delay_ns / NS)
 
 
 async def _sleep_until(deadline_ns: int) -> None:
-    """Wake as close after ``deadline_ns`` (monotonic) as the event loop allows."""
-    coarse = deadline_ns - TIMER_SLACK_NS - time.monotonic_ns()
-    if coarse > 0:
-        await asyncio.sleep(coarse / NS)
-    while time.monotonic_ns() < deadline_ns:
-        await asyncio.sleep(0)
+    """Return at ``deadline_ns`` (monotonic), never before; the event loop idles meanwhile."""
+    if deadline_ns > time.monotonic_ns():
+        await asyncio.get_running_loop().run_in_executor(_STEP_TIMER, _sleep_to, deadline_ns)
 
 
 class Engine:
