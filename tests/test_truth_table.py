@@ -10,7 +10,10 @@ the walk proposes; each row then shows, per applied change, the cause's own evid
 
 from __future__ import annotations
 
+import os
 import subprocess
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -59,23 +62,96 @@ ROWS = [
 ]  # fmt: skip
 
 
+# Walks run this many at a time: a walk mostly waits on the simulator's GPU time, so two share the
+# machine's two cores without starving each other (the rows pass at load 5-10 beside other
+# sessions), and the table takes half the wall time. WIZARD_TRUTH_TABLE_WALKS=1 runs them in turn.
+WALKS_AT_ONCE = int(os.environ.get("WIZARD_TRUTH_TABLE_WALKS", "2"))
+
+
+class WalkPool:
+    """Every row's walk, started in ROWS order a few at a time as soon as the first row's test
+    asks; each test then waits for its own. Its walks are stopped by PID at teardown."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.executor = ThreadPoolExecutor(max_workers=WALKS_AT_ONCE)
+        self.walks: dict[str, tuple[Future[subprocess.CompletedProcess[str]], Path]] = {}
+        self.processes: list[subprocess.Popen[str]] = []
+        self.closed = False
+
+    def result(self, row: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+        if not self.walks:
+            for index, (scenario, nginx, withheld, *_) in enumerate(ROWS):
+                if nginx and find_nginx() is None:
+                    continue
+                path = self.folder / f"{row_id(index)}.ndjson"
+                command = walk_command(scenario, nginx, withheld, path)
+                self.walks[row_id(index)] = (self.executor.submit(self._walk, command), path)
+        future, path = self.walks[row]
+        return future.result(), path
+
+    def _walk(self, command: list[str]) -> subprocess.CompletedProcess[str]:
+        if self.closed:
+            raise RuntimeError("the truth table's walks were stopped")
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            text=True,
+        )  # fmt: skip
+        self.processes.append(process)
+        try:
+            stdout, stderr = process.communicate(timeout=900)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+        return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+    def close(self) -> None:
+        self.closed = True
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
+def row_id(index: int) -> str:
+    return f"row-{index}"
+
+
+def walk_command(scenario: str, nginx: bool, withheld: tuple[str, ...], path: Path) -> list[str]:
+    scenario, *flags = scenario.split("+")
+    return wizard_command(
+        "demo", "--auto", "--scenario", scenario, "--transcript", str(path),
+        *(arg for flag in flags for arg in ("--engine-flag", flag)),
+        *([] if nginx else ["--no-nginx"]),
+        *(arg for what in withheld for arg in ("--withhold", what)),
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def walks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WalkPool]:
+    pool = WalkPool(tmp_path_factory.mktemp("truth-table"))
+    yield pool
+    pool.close()
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(("scenario", "nginx", "withheld", "expected", "remaining"), ROWS)
+@pytest.mark.parametrize(
+    ("row", "scenario", "nginx", "withheld", "expected", "remaining"),
+    [(row_id(index), *row) for index, row in enumerate(ROWS)],
+)
 def test_each_cause_is_found_and_its_fix_proven(
-    tmp_path: Path, scenario: str, nginx: bool, withheld: tuple[str, ...], expected: set[str],
-    remaining: set[str],
+    walks: WalkPool, row: str, scenario: str, nginx: bool, withheld: tuple[str, ...],
+    expected: set[str], remaining: set[str],
 ) -> None:  # fmt: skip
     if nginx and find_nginx() is None:
         pytest.skip("nginx is not installed (CI installs it and sets WIZARD_REQUIRE_NGINX=1)")
-    path = tmp_path / "walk.ndjson"
-    scenario, *flags = scenario.split("+")
-    result = subprocess.run(
-        wizard_command("demo", "--auto", "--scenario", scenario, "--transcript", str(path),
-                       *(arg for flag in flags for arg in ("--engine-flag", flag)),
-                       *([] if nginx else ["--no-nginx"]),
-                       *(arg for what in withheld for arg in ("--withhold", what))),
-        capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    result, path = walks.result(row)
+    scenario = scenario.split("+")[0]
     end = assert_walk_exit(result, path)
     events = transcript.load(path).events
     found = [e["data"] for e in events if e["type"] == "finding"]
