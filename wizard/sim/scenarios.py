@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from wizard.errors import UsageError
-from wizard.sim.config import ColdStart, SimConfig, StepCosts
+from wizard.sim.config import ColdStart, SimConfig, SpeculativeConfig, StepCosts
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,19 @@ SCENARIOS: dict[str, Scenario] = {
                 "gpu_memory_gib": 48.0,
                 "costs": StepCosts(per_prefill_token_ms=0.04),
             },
+        ),
+        Scenario(
+            "speculative-decoding",
+            "--speculative-config with a draft model and 4 speculative tokens whose drafts the "
+            "target accepts less than half the time (each draft right 45 % of the time).",
+            "Each step verifies 4 drafts per sequence and keeps 1.8 tokens on average: a single "
+            "stream decodes faster than without speculation, while under load the verification "
+            "work grows with the batch and TPOT rises faster than the healthy server's. "
+            "vllm:spec_decode_num_accepted_tokens_total / ..._num_draft_tokens_total and the "
+            "'SpecDecoding metrics:' line show the acceptance rate. Fix: fewer speculative "
+            "tokens (the positions accepted more often than not), here none: no --speculative-config.",
+            ("speculative_decoding_costly",),
+            {"speculative_config": SpeculativeConfig("draft_model", 4, 0.45, "draft")},
         ),
         Scenario(
             "cold-start-heavy",
