@@ -359,3 +359,21 @@ def test_a_speculative_step_keeps_drafts_up_to_the_first_rejected() -> None:
     plan = scheduler.schedule()
     outputs = scheduler.complete(plan)
     assert [o.index for o in outputs] == [7, 8, 9] and outputs[-1].finished
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", "not JSON"),
+        ('{"method": "ngram"}', "num_speculative_tokens must be an integer > 0"),
+        ('{"method": "ngram", "num_speculative_tokens": 2, "draft_acceptance_rate": 2}',
+         "between 0 and 1"),
+        ('{"num_speculative_tokens": 2}', "give a method"),
+        ('{"method": "ngram", "num_speculative_tokens": 2, "bogus": 1}', "does not know bogus"),
+    ],
+)  # fmt: skip
+def test_speculative_config_refused_with_one_clear_line(text: str, message: str) -> None:
+    from wizard.sim.config import parse_speculative_config
+
+    with pytest.raises(ConfigError, match=message):
+        parse_speculative_config(text)
