@@ -187,9 +187,11 @@ def _speculative_config(text: str) -> Any:
     from wizard.sim.config import parse_speculative_config
 
     try:
-        return parse_speculative_config(text)
+        parsed = parse_speculative_config(text)
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    # argparse's None is "not given": null (no speculation) is kept as False until run() reads it.
+    return False if parsed is None else parsed
 
 
 def logged_args(
@@ -204,6 +206,8 @@ def logged_args(
     }
     if "served_model_name" in named:
         named["served_model_name"] = [named["served_model_name"]]
+    if "speculative_config" in named and named["speculative_config"] is None:
+        del named["speculative_config"]  # null: vLLM's default, not a non-default arg
     spec = named.get("speculative_config")
     if spec is not None:  # as typed: vLLM's keys only (the acceptance rate is the simulator's)
         typed = {"method": spec.method, "num_speculative_tokens": spec.num_speculative_tokens}
@@ -234,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
     overrides = {
         dest: getattr(args, dest) for dest in ENGINE_DESTS if getattr(args, dest) is not None
     }
+    if overrides.get("speculative_config") is False:
+        overrides["speculative_config"] = None
     config = scenario.apply(SimConfig()).replace(**overrides)
     api_key = args.api_key or os.environ.get("VLLM_API_KEY")
     if scenario.name == "auth-required" and not api_key:

@@ -113,14 +113,19 @@ class SpeculativeConfig:
         return self.method != "ngram"
 
 
-def parse_speculative_config(text: str) -> SpeculativeConfig:
-    """``--speculative-config`` JSON as vLLM takes it; a clear error for anything it would refuse."""
+def parse_speculative_config(text: str) -> SpeculativeConfig | None:
+    """``--speculative-config`` JSON as vLLM takes it; a clear error for anything it would refuse.
+
+    JSON ``null`` is no speculation (vLLM's default), so a scenario's preset can be turned off.
+    """
     import json
 
     try:
         given = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"--speculative-config: not JSON ({exc.msg})") from None
+    if given is None:
+        return None
     if not isinstance(given, dict):
         raise ConfigError("--speculative-config: expected a JSON object")
     known = {field.name for field in dataclasses.fields(SpeculativeConfig)}
