@@ -189,7 +189,7 @@ def _speculative_config(text: str) -> Any:
     try:
         parsed = parse_speculative_config(text)
     except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--speculative-config: ")) from None
     # argparse's None is "not given": null (no speculation) is kept as False until run() reads it.
     return False if parsed is None else parsed
 
