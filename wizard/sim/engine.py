@@ -259,12 +259,11 @@ class Engine:
             stream = self._streams.get(output.request.request_id)
             if stream is None:
                 continue
-            if stream.emitted_ns and stream.emitted_ns[-1] == now:
-                pass  # accepted drafts arrive with the step's token: vLLM counts one gap a step
-            elif stream.emitted_ns:
-                self.metrics.observe_gap((now - stream.emitted_ns[-1]) / NS)
-            else:
+            if not stream.emitted_ns:
                 self.metrics.observe_first_token((now - stream.arrival_ns) / NS)
+            elif stream.emitted_ns[-1] != now:
+                # Accepted drafts arrive with the step's own token: one gap a step, as vLLM counts.
+                self.metrics.observe_gap((now - stream.emitted_ns[-1]) / NS)
             stream.scheduled_ns.append(deadline)
             stream.emitted_ns.append(now)
             if output.finished:

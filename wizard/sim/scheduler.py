@@ -107,7 +107,6 @@ class Scheduler:
         enable_prefix_caching: bool = False,
         num_speculative_tokens: int = 0,
         draft_acceptance_rate: float = 0.0,
-        seed: int = 0,
     ) -> None:
         self.max_num_batched_tokens = max_num_batched_tokens
         self.max_num_seqs = max_num_seqs
@@ -122,7 +121,7 @@ class Scheduler:
         self.num_speculative_tokens = num_speculative_tokens
         self.draft_acceptance_rate = draft_acceptance_rate
         # Seeded: a run's acceptances repeat; no clock, no global state.
-        self._random = random.Random(seed)
+        self._random = random.Random(0)
 
     # -- queue management -------------------------------------------------------------------
 
