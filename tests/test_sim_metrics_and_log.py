@@ -390,6 +390,8 @@ def test_speculative_decoding_counters_and_line_as_vllm_writes_them(
     assert window["spec_mean_acceptance_length"] == 1 + accepted / drafts
     per_pos = window["spec_acceptance_per_pos"]
     assert per_pos == sorted(per_pos, reverse=True) and sum(per_pos) * drafts == accepted
+    # One inter-token gap a decode step, however many tokens it yields (vLLM's ITL per step).
+    assert after.itl_s["count"] - before.itl_s.get("count", 0.0) == drafts
     generated = after.generation_tokens_total - before.generation_tokens_total
     assert generated == 80 and drafts + accepted >= generated - 2  # capped at max_tokens
     for _ in range(100):  # the line comes with the next stats interval (0.5 s)
