@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -367,3 +368,45 @@ def test_cpu_chunked_prefill_refusal_is_a_pydantic_error(tmp_path: Path) -> None
         == "    For further information visit https://errors.pydantic.dev/2.14/v/value_error"
     )
     assert "EngineCore" not in log  # the API server refuses before any engine core exists
+
+
+def test_speculative_decoding_counters_and_line_as_vllm_writes_them(
+    sim_factory: SimFactory,
+) -> None:
+    from wizard.probes.metrics import parse, spec_decode_delta
+
+    spec = '{"method": "ngram", "num_speculative_tokens": 3, "draft_acceptance_rate": 0.5}'
+    sim = sim_factory("--speculative-config", spec, "--log-stats-interval", "0.5")
+    before = parse(sim.metrics())
+    generate(sim, n=2, max_tokens=40)
+    after = parse(sim.metrics())
+    window = spec_decode_delta(before, after)
+    # Every decode step verified one draft of 3 tokens per request; 79 tokens after the two
+    # first ones came from the drafts and the steps' own tokens, nothing else.
+    drafts, drafted, accepted = (window[k] for k in ("spec_drafts", "spec_draft_tokens",
+                                                     "spec_accepted_tokens"))  # fmt: skip
+    assert drafted == 3 * drafts and 0 < accepted < drafted
+    assert window["spec_num_speculative_tokens"] == 3
+    assert window["spec_mean_acceptance_length"] == 1 + accepted / drafts
+    per_pos = window["spec_acceptance_per_pos"]
+    assert per_pos == sorted(per_pos, reverse=True) and sum(per_pos) * drafts == accepted
+    # One inter-token gap a decode step, however many tokens it yields (vLLM's ITL per step).
+    assert after.itl_s["count"] - before.itl_s.get("count", 0.0) == drafts
+    generated = after.generation_tokens_total - before.generation_tokens_total
+    assert generated == 80 and drafts + accepted >= generated - 2  # capped at max_tokens
+    for _ in range(100):  # the line comes with the next stats interval (0.5 s)
+        if "SpecDecoding metrics:" in (log := sim.log()):
+            break
+        time.sleep(0.1)
+    assert (
+        "speculative_config=SpeculativeConfig(method='ngram', model=None, num_spec_tokens=3)" in log
+    )
+    assert "'speculative_config': {'method': 'ngram', 'num_speculative_tokens': 3}" in log
+    assert "draft_acceptance_rate" not in log  # the simulator's own key, never vLLM's
+    line = next(line for line in log.splitlines() if "SpecDecoding metrics:" in line)
+    assert re.search(
+        r"Mean acceptance length: [\d.]+, Accepted throughput: [\d.]+ tokens/s, Drafted "
+        r"throughput: [\d.]+ tokens/s, Accepted: \d+ tokens, Drafted: \d+ tokens, Per-position "
+        r"acceptance rate: [\d.]+, [\d.]+, [\d.]+, Avg Draft acceptance rate: [\d.]+%$",
+        line,
+    ), line

@@ -107,9 +107,18 @@ def test_cli_unknown_scenario_is_a_usage_error() -> None:
     assert result.stderr.strip().splitlines() == [
         "latency-wizard sim: error: unknown scenario 'nope'; choose one of: healthy, kv-pressure, "
         "batch-budget-large, batch-budget-small, queue-saturation, no-chat-template, tp-over-pcie, "
-        "tp-across-nodes, enforce-eager, chunked-prefill-off, cold-start-heavy, auth-required, "
-        "prefix-caching-off, chunked-prefill-off-bad-budget"
+        "tp-across-nodes, enforce-eager, chunked-prefill-off, speculative-decoding, "
+        "cold-start-heavy, auth-required, prefix-caching-off, chunked-prefill-off-bad-budget"
     ]
+
+
+def test_cli_bad_speculative_config_is_one_line() -> None:
+    result = run_cli("sim", "--speculative-config", '{"method": "ngram"}')
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "latency-wizard sim: error: argument --speculative-config: "
+        "num_speculative_tokens must be an integer > 0"
+    )
 
 
 def test_cli_port_in_use_is_one_line(sim_factory: SimFactory) -> None:

@@ -50,6 +50,10 @@ ROWS = [
     # by the demo, and the restarted server's log shows them on.
     ("enforce-eager", False, (), {"cuda_graphs_off"}, set()),
     ("chunked-prefill-off", False, (), {"chunked_prefill_off"}, set()),
+    # Speculative decoding that helps one stream and costs at 8: found from the server's own
+    # spec-decode counters and the loaded round's TPOT, turned off by the demo (no draft position
+    # accepted half the time), and the repeated loaded round verifies no drafts.
+    ("speculative-decoding", False, (), {"speculative_decoding_costly"}, set()),
     # TP across two nodes: the layout verdict from the log and one node's files; the demo cannot
     # move GPUs between hosts.
     ("tp-across-nodes", False, (), {"multinode_layout"}, {"multinode_layout"}),

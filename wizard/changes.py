@@ -564,6 +564,39 @@ def prefix_caching_on(
     }  # fmt: skip
 
 
+def fewer_speculative_tokens(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT018: keep the leading draft positions the target accepted at least half the time.
+
+    From the server's own per-position acceptance over the loaded round (accepted there per
+    draft, which only falls with the position): a position accepted less than half the time
+    costs a verified token for less than half a token. None kept: speculation off.
+    """
+    source = "loaded.server.spec_num_speculative_tokens"
+    now = _fact(facts, source)
+    per_pos = _fact(facts, "loaded.server.spec_acceptance_per_pos")
+    if not isinstance(now, int) or not isinstance(per_pos, list) or len(per_pos) != now:
+        return _unknown(template, "the acceptance of each draft position",
+                        '--speculative-config with "num_speculative_tokens": <the leading '
+                        "positions vllm:spec_decode_num_accepted_tokens_per_pos shows accepted "
+                        "at least half the time>")  # fmt: skip
+    kept = next((index for index, rate in enumerate(per_pos) if rate < 0.5), now)
+    shown = ", ".join(f"{rate:.0%}" for rate in per_pos)
+    apply = (
+        "start vLLM without --speculative-config"
+        if kept == 0
+        else f'--speculative-config with "num_speculative_tokens": {kept} (method and model as now)'
+    )
+    return {
+        "layer": "vllm", "parameter": "num_speculative_tokens", "before": now,
+        "before_from": source, "after": kept, "apply": apply,
+        "basis": f"under load the draft positions were accepted {shown} of the time; "
+                 + (f"the first {kept} at least half the time" if kept else
+                    "none at least half the time"),
+    }  # fmt: skip
+
+
 COMPUTERS: dict[str, Computer] = {
     "kv_room": kv_room, "fewer_seqs": fewer_seqs, "more_seqs": more_seqs,
     "smaller_budget": smaller_budget, "larger_budget": larger_budget,
@@ -572,7 +605,7 @@ COMPUTERS: dict[str, Computer] = {
     "gzip_without_event_stream": gzip_without_event_stream,
     "lower_client_concurrency": lower_client_concurrency, "prefix_caching_on": prefix_caching_on,
     "chunked_prefill_on": chunked_prefill_on, "graphs_on": graphs_on,
-    "parallel_layout": parallel_layout,
+    "parallel_layout": parallel_layout, "fewer_speculative_tokens": fewer_speculative_tokens,
 }  # fmt: skip
 
 

@@ -11,6 +11,8 @@ back. A stock vLLM (uvicorn with httptools) answers chunked, and nginx then pass
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import re
 import subprocess
 import sys
@@ -24,6 +26,7 @@ import httpx
 from wizard.errors import UsageError, WizardError
 from wizard.nginx_runner import Nginx, find_nginx, free_port
 from wizard.operator import Decision
+from wizard.sim.config import SpeculativeConfig
 from wizard.sim.scenarios import get_scenario
 
 SIM_FLAGS = {
@@ -38,6 +41,8 @@ SIM_SWITCHES = {
     "enable_chunked_prefill": "enable-chunked-prefill",
     "enforce_eager": "enforce-eager",
 }
+# Set inside --speculative-config: the scenario's config with fewer tokens, or none at 0.
+SIM_SPECULATIVE = "num_speculative_tokens"
 NGINX_DEFAULTS = {"proxy_buffering": "on", "proxy_read_timeout": "60s", "gzip_types": "text/html"}
 # The upstream framing under which nginx's default buffering batches a stream (see above).
 SIM_HTTP = "h11"
@@ -105,6 +110,8 @@ class DemoStack:
         for name, value in self.sim_flags.items():
             if name in SIM_SWITCHES:
                 command.append(("--" if value == "True" else "--no-") + SIM_SWITCHES[name])
+            elif name == SIM_SPECULATIVE:
+                command += ["--speculative-config", self._speculative_config(int(value))]
             else:
                 command += [SIM_FLAGS[name], value]
         self.sim = subprocess.Popen(
@@ -125,6 +132,13 @@ class DemoStack:
                     return
             time.sleep(0.1)
         raise WizardError("the simulator did not become ready within 60 s")
+
+    def _speculative_config(self, tokens: int) -> str:
+        """The scenario's --speculative-config with ``tokens`` drafts; JSON null (off) at 0."""
+        spec = get_scenario(self.scenario).changes.get("speculative_config")
+        if tokens == 0 or not isinstance(spec, SpeculativeConfig):
+            return "null"
+        return json.dumps({**dataclasses.asdict(spec), "num_speculative_tokens": tokens})
 
     def _stop_sim(self) -> None:
         if self.sim is not None and self.sim.poll() is None:
@@ -152,7 +166,7 @@ class DemoStack:
     def can_apply(self, change: dict[str, Any]) -> bool:
         """True for the simulator flags and nginx directives the demo knows how to change."""
         if change.get("layer") == "vllm":
-            known = change.get("parameter") in {**SIM_FLAGS, **SIM_SWITCHES}
+            known = change.get("parameter") in {**SIM_FLAGS, **SIM_SWITCHES, SIM_SPECULATIVE: 0}
             return known and change.get("after") is not None
         if change.get("layer") == "nginx":
             return (

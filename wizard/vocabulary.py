@@ -13,8 +13,8 @@ CAUSES = frozenset({
     # added after the first release (extend, never rename):
     "proxy_upstream_keepalive", "cuda_visible_devices", "server_not_started",
     "engine_died", "server_unreachable", "validation_invalid", "prefix_cache_off",
-    "chunked_prefill_off", "cuda_graphs_off", "replica_slow", "balancer_unbalanced",
-    "balancer_sticky", "replica_config_differs",
+    "chunked_prefill_off", "cuda_graphs_off", "speculative_decoding_costly", "replica_slow",
+    "balancer_unbalanced", "balancer_sticky", "replica_config_differs",
 })  # fmt: skip
 
 SEVERITIES = ("info", "warn", "fail")

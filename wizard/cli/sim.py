@@ -119,6 +119,15 @@ def register(subparsers: Any) -> None:
         help="no CUDA graphs: faster start, slower steps, more KV memory",
     )
     engine.add_argument(
+        "--speculative-config",
+        dest="speculative_config",
+        type=_speculative_config,
+        metavar="JSON",
+        help='speculative decoding, e.g. \'{"method": "ngram", "num_speculative_tokens": 3}\'; '
+        "the simulator-only key draft_acceptance_rate (default 0.7) says how often a draft is "
+        "right",
+    )
+    engine.add_argument(
         "--chat-template",
         dest="chat_template",
         action=argparse.BooleanOptionalAction,
@@ -157,7 +166,7 @@ ENGINE_DESTS = (
     *(dest for _, dest, _, _ in VALUE_FLAGS),
     "enable_chunked_prefill", "enable_prefix_caching", "enforce_eager", "chat_template",
     "completions_api", "interconnect", "x_accel_buffering_no", "metrics_generation", "disable_log_stats", "model",
-    "served_model_name", "load_format", "device",
+    "served_model_name", "load_format", "device", "speculative_config",
 )  # fmt: skip
 
 
@@ -175,9 +184,22 @@ VLLM_ARG_ORDER = (
     "load_format", "tensor_parallel_size", "pipeline_parallel_size", "block_size",
     "gpu_memory_utilization", "num_gpu_blocks_override", "kv_cache_tokens",
     "enable_prefix_caching", "max_num_batched_tokens", "max_num_seqs", "enable_chunked_prefill",
-    "disable_log_stats",
+    "speculative_config", "disable_log_stats",
     "sse_keep_alive_interval",
 )  # fmt: skip
+
+
+def _speculative_config(text: str) -> Any:
+    """argparse type: vLLM's JSON, checked as the simulator's SpeculativeConfig."""
+    from wizard.errors import ConfigError
+    from wizard.sim.config import parse_speculative_config
+
+    try:
+        parsed = parse_speculative_config(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--speculative-config: ")) from None
+    # argparse's None is "not given": null (no speculation) is kept as False until run() reads it.
+    return False if parsed is None else parsed
 
 
 def logged_args(
@@ -192,6 +214,12 @@ def logged_args(
     }
     if "served_model_name" in named:
         named["served_model_name"] = [named["served_model_name"]]
+    if "speculative_config" in named and named["speculative_config"] is None:
+        del named["speculative_config"]  # null: vLLM's default, not a non-default arg
+    spec = named.get("speculative_config")
+    if spec is not None:  # as typed: vLLM's keys only (the acceptance rate is the simulator's)
+        typed = {"method": spec.method, "num_speculative_tokens": spec.num_speculative_tokens}
+        named["speculative_config"] = {**({"model": spec.model} if spec.model else {}), **typed}
     if config.device != "cpu":  # as before: model first, the key last
         if api_key:
             named["api_key"] = api_key  # logged as [REDACTED]
@@ -218,6 +246,8 @@ def run(args: argparse.Namespace) -> int:
     overrides = {
         dest: getattr(args, dest) for dest in ENGINE_DESTS if getattr(args, dest) is not None
     }
+    if overrides.get("speculative_config") is False:
+        overrides["speculative_config"] = None
     config = scenario.apply(SimConfig()).replace(**overrides)
     api_key = args.api_key or os.environ.get("VLLM_API_KEY")
     if scenario.name == "auth-required" and not api_key:

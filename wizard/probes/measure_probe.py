@@ -243,4 +243,6 @@ class _ServerWatch:
             "prefix_cache_queries": queried,
             "prefix_cache_hits": hits,
             "prefix_cache_hit_rate": hits / queried if queried and hits is not None else None,
+            # Speculative decoding over this round (all None when the server does not speculate).
+            **{key: value for key, value in change.items() if key.startswith("spec_")},
         }

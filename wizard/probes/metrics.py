@@ -37,6 +37,7 @@ V1_ONLY = ("vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds_count",
 V0_ONLY = ("vllm:num_requests_swapped", "vllm:cpu_cache_usage_perc",
            "vllm:avg_generation_throughput_toks_per_s", "vllm:gpu_cache_usage_perc")  # fmt: skip
 HISTOGRAM_PARTS = ("_sum", "_count")
+SPEC_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 MAX_QUOTED_SKIPS = 3
 
 
@@ -56,6 +57,13 @@ class MetricsSnapshot:
     # Prompt tokens looked up in the prefix cache, and those found (0 lookups with caching off).
     prefix_cache_queries_total: float | None = None
     prefix_cache_hits_total: float | None = None
+    # Speculative decoding (vLLM V1, only with --speculative-config): drafts verified, their
+    # tokens, the tokens accepted, and the accepted ones by draft position ("0", "1", ...; one
+    # series per position, so their number is num_speculative_tokens).
+    spec_decode_drafts_total: float | None = None
+    spec_decode_draft_tokens_total: float | None = None
+    spec_decode_accepted_tokens_total: float | None = None
+    spec_decode_accepted_per_pos_total: dict[str, float] = field(default_factory=dict)
     ttft_s: dict[str, float] = field(default_factory=dict)
     itl_s: dict[str, float] = field(default_factory=dict)
     queue_s: dict[str, float] = field(default_factory=dict)
@@ -177,6 +185,10 @@ def parse(text: str) -> MetricsSnapshot:
                     snap.itl_smallest_bucket_s is None or bound < snap.itl_smallest_bucket_s
                 ):
                     snap.itl_smallest_bucket_s = bound
+            if sample.name == SPEC_PER_POS and "position" in sample.labels:
+                per_pos = snap.spec_decode_accepted_per_pos_total
+                position = sample.labels["position"]
+                per_pos[position] = per_pos.get(position, 0.0) + sample.value
             if sample.name == "vllm:cache_config_info":
                 snap.num_gpu_blocks = parse_int(sample.labels.get("num_gpu_blocks"))
                 snap.block_size = parse_int(sample.labels.get("block_size"))
@@ -211,6 +223,9 @@ def parse(text: str) -> MetricsSnapshot:
     snap.generation_tokens_total = sums.get("vllm:generation_tokens_total")
     snap.prefix_cache_queries_total = sums.get("vllm:prefix_cache_queries_total")
     snap.prefix_cache_hits_total = sums.get("vllm:prefix_cache_hits_total")
+    snap.spec_decode_drafts_total = sums.get("vllm:spec_decode_num_drafts_total")
+    snap.spec_decode_draft_tokens_total = sums.get("vllm:spec_decode_num_draft_tokens_total")
+    snap.spec_decode_accepted_tokens_total = sums.get("vllm:spec_decode_num_accepted_tokens_total")
     snap.ttft_s = _mean(histograms.get("vllm:time_to_first_token_seconds"))
     snap.itl_s = next((_mean(histograms[n]) for n in ITL if n in histograms), {})
     snap.queue_s = _mean(histograms.get("vllm:request_queue_time_seconds"))
@@ -288,6 +303,7 @@ def delta(
             before.prefix_cache_queries_total, after.prefix_cache_queries_total
         ),
         "prefix_cache_hits": diff(before.prefix_cache_hits_total, after.prefix_cache_hits_total),
+        **spec_decode_delta(before, after),
         "server_ttft_mean_s": window_mean("ttft_s"),
         "server_itl_mean_s": itl_mean,
         "server_queue_mean_s": window_mean("queue_s"),
@@ -295,6 +311,47 @@ def delta(
         "server_decode_mean_s": window_mean("decode_s"),
         "itl_note": itl_bucket_note(itl_mean, after.itl_smallest_bucket_s),
     }
+
+
+def spec_decode_delta(before: MetricsSnapshot, after: MetricsSnapshot) -> dict[str, Any]:
+    """Speculative decoding in the window: drafts, drafted and accepted tokens, and the rates
+    vLLM's own docs compute from them (SpecDecodingProm): the acceptance rate (accepted over
+    drafted), the mean acceptance length (1 + accepted per draft, the target's own token
+    included) and the acceptance rate of each draft position (accepted there per draft)."""
+    drafts = _counter_diff(before.spec_decode_drafts_total, after.spec_decode_drafts_total)
+    drafted = _counter_diff(
+        before.spec_decode_draft_tokens_total, after.spec_decode_draft_tokens_total
+    )
+    accepted = _counter_diff(
+        before.spec_decode_accepted_tokens_total, after.spec_decode_accepted_tokens_total
+    )
+    positions = sorted(after.spec_decode_accepted_per_pos_total, key=_position)
+    per_pos = [
+        after.spec_decode_accepted_per_pos_total[pos]
+        - before.spec_decode_accepted_per_pos_total.get(pos, 0.0)
+        for pos in positions
+    ]
+    return {
+        "spec_drafts": drafts,
+        "spec_draft_tokens": drafted,
+        "spec_accepted_tokens": accepted,
+        # One series per draft position: their number is the server's num_speculative_tokens.
+        "spec_num_speculative_tokens": len(positions) or None,
+        "spec_acceptance_rate": accepted / drafted if drafted and accepted is not None else None,
+        "spec_mean_acceptance_length": 1 + accepted / drafts
+        if drafts and accepted is not None
+        else None,
+        "spec_acceptance_per_pos": [n / drafts for n in per_pos] if drafts else None,
+    }
+
+
+def _counter_diff(before: float | None, after: float | None) -> float | None:
+    # A series that appears during the window started at zero (vLLM creates them at start-up).
+    return None if after is None else after - (before or 0.0)
+
+
+def _position(label: str) -> tuple[int, str]:
+    return (int(label), label) if label.isdigit() else (1 << 30, label)
 
 
 async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:

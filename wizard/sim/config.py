@@ -71,6 +71,10 @@ class StepCosts:
     stage adds a hop, a little dearer when it crosses nodes (one activation per step, not an
     all-reduce per layer). Without CUDA graphs (``--enforce-eager``) every step launches its
     kernels one by one from the CPU: ``eager_extra_ms`` more per step, whatever its batch.
+    With speculative decoding every decoding sequence also has its draft tokens verified in the
+    same step, each one a query over the sequence's KV cache like a decode (``per_decode_seq_ms``),
+    and a draft model runs one pass per draft position before the step (``draft_fixed_ms`` plus
+    ``draft_per_seq_ms`` a sequence); an n-gram proposer looks its drafts up on the CPU for free.
     The defaults give ~10 ms decode steps at small batch and 5,000 prefill tokens per 100 ms.
     """
 
@@ -83,6 +87,62 @@ class StepCosts:
     tp_allreduce_network_ms: float = 8.0
     pp_hop_ms: float = 0.5
     pp_hop_network_ms: float = 1.5
+    draft_fixed_ms: float = 1.0
+    draft_per_seq_ms: float = 0.02
+
+
+@dataclass(frozen=True)
+class SpeculativeConfig:
+    """``--speculative-config`` (vLLM's ``SpeculativeConfig``), plus how often drafts are right.
+
+    ``method`` and ``num_speculative_tokens`` are vLLM's keys. How many drafts the target model
+    accepts depends on the draft model and the traffic, which a simulator does not have:
+    ``draft_acceptance_rate`` (a simulator-only key, never logged as vLLM's) is the chance a draft
+    token is accepted given the one before it was, so position ``i`` is accepted with probability
+    ``rate ** (i + 1)``, as rejection sampling stops at the first rejected draft.
+    """
+
+    method: str = "draft_model"
+    num_speculative_tokens: int = 3
+    draft_acceptance_rate: float = 0.7
+    model: str | None = None
+
+    @property
+    def runs_draft_model(self) -> bool:
+        """False for the n-gram proposer, which drafts from the prompt on the CPU."""
+        return self.method != "ngram"
+
+
+def parse_speculative_config(text: str) -> SpeculativeConfig | None:
+    """``--speculative-config`` JSON as vLLM takes it; a clear error for anything it would refuse.
+
+    JSON ``null`` is no speculation (vLLM's default), so a scenario's preset can be turned off.
+    """
+    import json
+
+    try:
+        given = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--speculative-config: not JSON ({exc.msg})") from None
+    if given is None:
+        return None
+    if not isinstance(given, dict):
+        raise ConfigError("--speculative-config: expected a JSON object")
+    known = {field.name for field in dataclasses.fields(SpeculativeConfig)}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ConfigError(f"--speculative-config: the simulator does not know {', '.join(unknown)}")
+    tokens = given.get("num_speculative_tokens")
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens <= 0:
+        raise ConfigError("--speculative-config: num_speculative_tokens must be an integer > 0")
+    rate = given.get("draft_acceptance_rate", SpeculativeConfig.draft_acceptance_rate)
+    if not isinstance(rate, int | float) or isinstance(rate, bool) or not 0 <= rate <= 1:
+        raise ConfigError("--speculative-config: draft_acceptance_rate must be between 0 and 1")
+    method = given.get("method") or ("draft_model" if given.get("model") else None)
+    if not isinstance(method, str):
+        raise ConfigError("--speculative-config: give a method (e.g. ngram) or a draft model")
+    model = given.get("model")
+    return SpeculativeConfig(method, tokens, float(rate), str(model) if model else None)
 
 
 @dataclass(frozen=True)
@@ -123,6 +183,7 @@ class SimConfig:
     # TP fastest, so a TP group stays on one node exactly when the nodes divide PP).
     nodes: int = 1
     enforce_eager: bool = False
+    speculative_config: SpeculativeConfig | None = None
     gpu_memory_utilization: float | None = None
     sse_keep_alive_interval: float = 0.0
     chat_template: bool = True

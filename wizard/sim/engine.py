@@ -19,7 +19,7 @@ from wizard.sim.config import Resolved, SimConfig
 from wizard.sim.metrics import RequestTimes, SimMetrics
 from wizard.sim.scheduler import Scheduler, SimRequest, StepPlan, TokenOutput
 from wizard.sim.steptime import step_time_ms
-from wizard.sim.vllm_log import VllmLog
+from wizard.sim.vllm_log import SpecStats, VllmLog
 
 TRACE_CAPACITY = 20_000
 NS = 1_000_000_000
@@ -109,6 +109,7 @@ class Engine:
         self.resolved = resolved
         self.metrics = metrics
         self.log = log
+        spec = config.speculative_config
         self.scheduler = Scheduler(
             max_num_batched_tokens=resolved.max_num_batched_tokens,
             max_num_seqs=resolved.max_num_seqs,
@@ -116,7 +117,10 @@ class Engine:
             block_size=resolved.block_size,
             enable_chunked_prefill=config.enable_chunked_prefill,
             enable_prefix_caching=config.enable_prefix_caching,
+            num_speculative_tokens=spec.num_speculative_tokens if spec else 0,
+            draft_acceptance_rate=spec.draft_acceptance_rate if spec else 0.0,
         )
+        self.spec_stats = SpecStats()
         self.ready = False
         self.on_ready: Callable[[], None] | None = None
         self.steps_done = 0
@@ -240,7 +244,7 @@ class Engine:
             next_start = deadline
 
     def _step_ms(self, plan: StepPlan) -> float:
-        ms = step_time_ms(self.config, plan.prefill_tokens, plan.decode_seqs)
+        ms = step_time_ms(self.config, plan.prefill_tokens, plan.decode_seqs, plan.draft_tokens)
         if self.steps_done < self.config.cold_start.slow_first_steps:
             ms += self.config.cold_start.slow_first_step_ms
         return ms
@@ -256,14 +260,18 @@ class Engine:
         for _, queried, cached in plan.admitted:
             self.metrics.observe_prefix_query(queried, cached)
             self._prefix_lookups.append((queried, cached))
+        for drafted, accepted in plan.verified:
+            self.metrics.observe_verified(drafted, accepted)
+            self.spec_stats.observe(drafted, accepted)
         for output in outputs:
             stream = self._streams.get(output.request.request_id)
             if stream is None:
                 continue
-            if stream.emitted_ns:
-                self.metrics.observe_gap((now - stream.emitted_ns[-1]) / NS)
-            else:
+            if not stream.emitted_ns:
                 self.metrics.observe_first_token((now - stream.arrival_ns) / NS)
+            elif stream.emitted_ns[-1] != now:
+                # Accepted drafts arrive with the step's own token: one gap a step, as vLLM counts.
+                self.metrics.observe_gap((now - stream.emitted_ns[-1]) / NS)
             stream.scheduled_ns.append(deadline)
             stream.emitted_ns.append(now)
             if output.finished:
@@ -314,5 +322,9 @@ class Engine:
                     self._interval_preemptions, scheduler.kv_usage,
                     self._prefix_hit_rate(),
                 )  # fmt: skip
+            spec = self.config.speculative_config
+            if spec is not None and self.spec_stats.drafts:
+                self.log.spec_decoding(self.spec_stats, spec.num_speculative_tokens, interval)
+            self.spec_stats = SpecStats()
             was_idle = idle
             self._interval_prompt = self._interval_generated = self._interval_preemptions = 0

@@ -125,6 +125,7 @@ class SimMetrics:
         generation: MetricsGeneration,
         max_model_len: int,
         cache_info: dict[str, str],
+        num_speculative_tokens: int = 0,
     ) -> None:
         self.generation = generation
         self.registry = CollectorRegistry(auto_describe=True)
@@ -194,6 +195,21 @@ class SimMetrics:
             gauge(
                 "vllm:cpu_cache_usage_perc", "CPU KV-cache usage. 1 means 100 percent usage."
             ).labels(**labels)
+        # vLLM V1's SpecDecodingProm: only with --speculative-config, one per-position series
+        # for each draft position (vllm/v1/spec_decode/metrics.py).
+        self.spec: tuple[Counter, Counter, Counter, Counter] | None = None
+        if v1 and num_speculative_tokens:
+            self.spec = (
+                counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts."),
+                counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens."),
+                counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens."),
+                counter("vllm:spec_decode_num_accepted_tokens_per_pos",
+                        "Accepted tokens per draft position.", ("position",)),
+            )  # fmt: skip
+            for position in range(num_speculative_tokens):
+                self.spec[3].labels(**labels, position=str(position))
+            for series in self.spec[:3]:
+                series.labels(**labels)
         self.preemptions = counter(
             "vllm:num_preemptions", "Cumulative number of preemption from the engine."
         )
@@ -387,6 +403,18 @@ class SimMetrics:
         if self.prompt_by_source is not None and self.prompt_cached is not None:
             self.prompt_by_source.labels(**labels, source="local_cache_hit").inc(hit_tokens)
             self.prompt_cached.labels(**labels).inc(hit_tokens)
+
+    def observe_verified(self, drafted: int, accepted: int) -> None:
+        """One request's drafts verified in a step: accepted up to the first rejected one."""
+        if self.spec is None:
+            return
+        drafts, draft_tokens, accepted_tokens, per_pos = self.spec
+        labels = self._labels
+        drafts.labels(**labels).inc()
+        draft_tokens.labels(**labels).inc(drafted)
+        accepted_tokens.labels(**labels).inc(accepted)
+        for position in range(accepted):
+            per_pos.labels(**labels, position=str(position)).inc()
 
     def observe_first_token(self, ttft_s: float) -> None:
         """Record a request's TTFT, measured from arrival (so it includes the queue)."""

@@ -66,9 +66,11 @@ def serve(
         log.fatal(str(exc))
         raise
     log.banner(config, resolved)
+    spec = config.speculative_config
     metrics = SimMetrics(
         model=config.served_name, generation=config.metrics_generation,
         max_model_len=config.max_model_len, cache_info=cache_info(config, resolved),
+        num_speculative_tokens=spec.num_speculative_tokens if spec else 0,
     )  # fmt: skip
     engine = Engine(config, resolved, metrics, log)
     app = SimServer(engine, api_key).app()

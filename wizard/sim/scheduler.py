@@ -8,7 +8,11 @@ tokens; a new request is admitted only when its whole prompt fits (``scheduler_r
 when a running request needs a block and none is free, the newest running request is preempted in
 RECOMPUTE mode (its blocks freed, its progress reset, back to the front of the queue). With prefix
 caching on (vLLM V1's default), an admitted request first reuses the cached full blocks its prompt
-begins with and prefills only the rest (``wizard/sim/prefix_cache.py``).
+begins with and prefills only the rest (``wizard/sim/prefix_cache.py``). With speculative decoding
+(``num_speculative_tokens`` k), every decoding request is scheduled its last token plus k drafts,
+within the budget (vLLM's ``num_tokens_with_spec``); the step verifies them, keeps the drafts up to
+the first rejected one and adds the target's own token, so a step yields 1 + accepted tokens and
+the rejected drafts' compute is lost.
 
 No clocks and no I/O here: the engine loop supplies time and delivers tokens.
 """
@@ -16,6 +20,7 @@ No clocks and no I/O here: the engine loop supplies time and delivers tokens.
 from __future__ import annotations
 
 import math
+import random
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -58,6 +63,10 @@ class StepPlan:
     # prefix cache (the prompt, plus what they had generated before a preemption) and the tokens
     # it had cached; empty with prefix caching off (vLLM then looks nothing up).
     admitted: list[tuple[SimRequest, int, int]] = field(default_factory=list)
+    # Speculative drafts scheduled per decoding request, and (filled in when the step completes)
+    # each verification's (drafted, accepted) for the server's spec-decode counters.
+    drafts: dict[SimRequest, int] = field(default_factory=dict)
+    verified: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -67,7 +76,12 @@ class StepPlan:
     @property
     def total_tokens(self) -> int:
         """Tokens computed in the step (the ``vllm:iteration_tokens_total`` observation)."""
-        return self.prefill_tokens + self.decode_seqs
+        return self.prefill_tokens + self.decode_seqs + self.draft_tokens
+
+    @property
+    def draft_tokens(self) -> int:
+        """Speculative tokens the step verifies."""
+        return sum(self.drafts.values())
 
 
 @dataclass(frozen=True)
@@ -91,6 +105,8 @@ class Scheduler:
         block_size: int,
         enable_chunked_prefill: bool,
         enable_prefix_caching: bool = False,
+        num_speculative_tokens: int = 0,
+        draft_acceptance_rate: float = 0.0,
     ) -> None:
         self.max_num_batched_tokens = max_num_batched_tokens
         self.max_num_seqs = max_num_seqs
@@ -102,6 +118,10 @@ class Scheduler:
         self.running: list[SimRequest] = []
         self.preemptions_total = 0
         self.prefix_cache = PrefixCache() if enable_prefix_caching else None
+        self.num_speculative_tokens = num_speculative_tokens
+        self.draft_acceptance_rate = draft_acceptance_rate
+        # Seeded: a run's acceptances repeat; no clock, no global state.
+        self._random = random.Random(0)
 
     # -- queue management -------------------------------------------------------------------
 
@@ -138,6 +158,8 @@ class Scheduler:
         while index < len(self.running) and budget > 0:
             request = self.running[index]
             new_tokens = min(request.num_tokens - request.num_computed, budget)
+            if self._is_decode(request):
+                new_tokens += min(self.num_speculative_tokens, budget - new_tokens)
             if not self._allocate_or_preempt(request, new_tokens, plan):
                 break  # the request preempted itself; nothing after it is scheduled
             self._add_to_plan(plan, request, new_tokens)
@@ -175,28 +197,47 @@ class Scheduler:
         for request, new_tokens in plan.scheduled:
             if request.finished:
                 continue  # aborted while the step ran
-            request.num_computed += new_tokens
+            drafts = plan.drafts.get(request, 0)
+            accepted = self._accepted(drafts)
+            if drafts:
+                plan.verified.append((drafts, accepted))
+            # Rejected drafts are not computed tokens: the next step starts after the accepted.
+            request.num_computed += new_tokens - drafts + accepted
             self._cache_computed_blocks(request)
             if request.num_computed < request.num_tokens:
                 continue  # a prefill chunk; the prompt is not complete yet
-            request.num_output += 1
-            done = request.num_output >= request.max_tokens
-            outputs.append(TokenOutput(request, request.num_output, done))
-            if done:
-                self.running.remove(request)
-                self._free(request)
-                request.finished = True
+            for _ in range(1 + accepted):  # the accepted drafts and the target's own token
+                request.num_output += 1
+                done = request.num_output >= request.max_tokens
+                outputs.append(TokenOutput(request, request.num_output, done))
+                if done:
+                    self.running.remove(request)
+                    self._free(request)
+                    request.finished = True
+                    break
         return outputs
+
+    def _accepted(self, drafts: int) -> int:
+        """Drafts kept: each accepted with the configured chance, up to the first rejected."""
+        accepted = 0
+        while accepted < drafts and self._random.random() < self.draft_acceptance_rate:
+            accepted += 1
+        return accepted
 
     # -- helpers ----------------------------------------------------------------------------
 
     def _add_to_plan(self, plan: StepPlan, request: SimRequest, new_tokens: int) -> None:
         plan.scheduled.append((request, new_tokens))
-        is_decode = request.num_output > 0 and request.num_tokens - request.num_computed == 1
-        if is_decode:
+        if self._is_decode(request):
             plan.decode_seqs += 1
+            if new_tokens > 1:
+                plan.drafts[request] = new_tokens - 1
         else:
             plan.prefill_tokens += new_tokens
+
+    @staticmethod
+    def _is_decode(request: SimRequest) -> bool:
+        return request.num_output > 0 and request.num_tokens - request.num_computed == 1
 
     def _blocks_needed(self, request: SimRequest, new_tokens: int) -> int:
         total = math.ceil((request.num_computed + new_tokens) / self.block_size)

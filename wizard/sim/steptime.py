@@ -5,14 +5,20 @@ from __future__ import annotations
 from wizard.sim.config import SimConfig
 
 
-def step_time_ms(config: SimConfig, prefill_tokens: int, decode_seqs: int) -> float:
-    """Return the wall time of one step (see ``StepCosts`` for the model and its constants)."""
+def step_time_ms(
+    config: SimConfig, prefill_tokens: int, decode_seqs: int, draft_tokens: int = 0
+) -> float:
+    """Return the wall time of one step (see ``StepCosts`` for the model and its constants).
+
+    ``draft_tokens``: the speculative tokens verified in the step, over the ``decode_seqs``.
+    """
     costs = config.costs
     tp = config.tensor_parallel_size
     fixed = costs.fixed_ms + (costs.eager_extra_ms if config.enforce_eager else 0.0)
     compute = (
-        prefill_tokens * costs.per_prefill_token_ms + decode_seqs * costs.per_decode_seq_ms
-    ) / tp
+        prefill_tokens * costs.per_prefill_token_ms
+        + (decode_seqs + draft_tokens) * costs.per_decode_seq_ms
+    ) / tp + _drafting_ms(config, decode_seqs)
     if config.tp_spans_nodes:
         per_rank_allreduce = costs.tp_allreduce_network_ms
     elif config.interconnect == "nvlink":
@@ -24,3 +30,14 @@ def step_time_ms(config: SimConfig, prefill_tokens: int, decode_seqs: int) -> fl
     across = min(stages, config.nodes - 1)  # stages laid out node after node
     hops = (stages - across) * costs.pp_hop_ms + across * costs.pp_hop_network_ms
     return fixed + compute + communication + hops
+
+
+def _drafting_ms(config: SimConfig, decode_seqs: int) -> float:
+    """The draft model's passes before the step: one per draft position, each over the batch."""
+    spec = config.speculative_config
+    if spec is None or not spec.runs_draft_model or decode_seqs == 0:
+        return 0.0
+    costs = config.costs
+    return spec.num_speculative_tokens * (
+        costs.draft_fixed_ms + decode_seqs * costs.draft_per_seq_ms
+    )

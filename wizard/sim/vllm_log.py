@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import os
 import threading
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from wizard.sim.config import GIB, Resolved, SimConfig, format_gib
@@ -74,6 +75,24 @@ API_SERVER_FRAMES = [
     *_frame(_vllm("entrypoints/launchers/api_server/entry.py"), 61, "build_async_engine_client",
             "async with build_async_engine_client_from_engine_args("),
 ]  # fmt: skip
+
+
+@dataclass
+class SpecStats:
+    """Speculative-decoding counts since the last stats line (vLLM's SpecDecodingLogging)."""
+
+    drafts: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    accepted_per_pos: dict[int, int] = field(default_factory=dict)
+
+    def observe(self, drafted: int, accepted: int) -> None:
+        """One request's drafts verified in a step."""
+        self.drafts += 1
+        self.drafted += drafted
+        self.accepted += accepted
+        for position in range(accepted):
+            self.accepted_per_pos[position] = self.accepted_per_pos.get(position, 0) + 1
 
 
 class VllmLog:
@@ -167,7 +186,7 @@ class VllmLog:
             self.line(
                 "EngineCore", "INFO", "core.py:133",
                 f"Initializing a V1 LLM engine (v{CPU_VLLM_VERSION}) with config: "
-                f"model='{config.model}', speculative_config=None, tokenizer='{config.model}', "
+                f"model='{config.model}', speculative_config={speculative_repr(config)}, tokenizer='{config.model}', "
                 "skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, "
                 "tokenizer_revision=None, trust_remote_code=False, dtype=torch.bfloat16, "
                 f"max_seq_len={config.max_model_len}, download_dir=None, "
@@ -188,6 +207,7 @@ class VllmLog:
             f"max_seq_len={config.max_model_len}, tensor_parallel_size={config.tensor_parallel_size}, "
             f"pipeline_parallel_size={config.pipeline_parallel_size}, "
             f"enforce_eager={config.enforce_eager}, "
+            f"speculative_config={speculative_repr(config)}, "
             f"enable_prefix_caching={config.enable_prefix_caching}, "
             f"enable_chunked_prefill={config.enable_chunked_prefill}",
         )  # fmt: skip
@@ -324,6 +344,24 @@ class VllmLog:
             parts.append(f"Prefix cache hit rate: {prefix_hit_rate * 100:.1f}%")
         self.line("APIServer", "INFO", "loggers.py:270", "Engine 000: " + ", ".join(parts))
 
+    def spec_decoding(
+        self, stats: SpecStats, num_speculative_tokens: int, interval_s: float
+    ) -> None:
+        """vLLM V1's ``SpecDecoding metrics:`` line, logged with the stats line (spec_decode/metrics.py)."""
+        rates = ", ".join(
+            f"{stats.accepted_per_pos.get(pos, 0) / stats.drafts:.3f}"
+            for pos in range(num_speculative_tokens)
+        )
+        rate = stats.accepted / stats.drafted * 100 if stats.drafted else float("nan")
+        self.line(
+            "APIServer", "INFO", "metrics.py:120",
+            f"SpecDecoding metrics: Mean acceptance length: {1 + stats.accepted / stats.drafts:.2f}, "
+            f"Accepted throughput: {stats.accepted / interval_s:.2f} tokens/s, "
+            f"Drafted throughput: {stats.drafted / interval_s:.2f} tokens/s, "
+            f"Accepted: {stats.accepted} tokens, Drafted: {stats.drafted} tokens, "
+            f"Per-position acceptance rate: {rates}, Avg Draft acceptance rate: {rate:.1f}%",
+        )  # fmt: skip
+
     def ignored_fields(self, fields: list[str]) -> None:
         """vLLM 0.34 warns about, and ignores, request fields it does not know (0.32 only at DEBUG)."""
         if self.cpu:
@@ -416,3 +454,15 @@ class VllmLog:
             "RuntimeError: Engine core initialization failed. See root cause above. Failed core "
             "proc(s): {'EngineCore': 1}",
         ])  # fmt: skip
+
+
+def speculative_repr(config: SimConfig) -> str:
+    """How vLLM's engine config line prints ``speculative_config`` (its ``__repr__``)."""
+    spec = config.speculative_config
+    if spec is None:
+        return "None"
+    draft = "None" if spec.model is None else f"'{spec.model}'"
+    return (
+        f"SpeculativeConfig(method='{spec.method}', model={draft}, "
+        f"num_spec_tokens={spec.num_speculative_tokens})"
+    )
