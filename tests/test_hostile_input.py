@@ -64,6 +64,18 @@ def test_metrics_with_numbers_that_do_not_fit(text: str) -> None:
     assert data["running"] in (None, 1.0) and data["itl_smallest_bucket_s"] is None
 
 
+@pytest.mark.timeout(60)
+def test_metrics_line_with_a_long_run_of_digits_is_skipped_in_linear_time() -> None:
+    # The long fuzz run's slow /metrics input: a sample's value followed by thousands of digits
+    # and then one character that makes the line no sample (9 s to read at 12,000 digits).
+    text = (
+        f"vllm:num_requests_running 1.{LONG_DIGITS}x\nvllm:num_requests_running 1{LONG_DIGITS}x\n"
+    )
+    with pytest.raises(WizardError, match=r"no samples in it .*skipped 2 line"):
+        metrics.parse(text)
+    assert metrics.parse(f"vllm:num_requests_running 1.{LONG_DIGITS}\n").running is not None
+
+
 @pytest.mark.parametrize(
     "line",
     [

@@ -27,9 +27,13 @@ KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 ITL = ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds")
 ITL_BUCKETS = frozenset(f"{name}_bucket" for name in ITL)
 # One sample line of the text format: name, optional {labels}, a value, an optional timestamp.
+# Every part splits a line one way only (the value's digits are "\d+(?:\.\d*)?", never
+# "\d+\.?\d*", whose digits could go to either side): a line that is no sample fails in linear
+# time, where the ambiguous pattern took seconds over a pasted run of 12,000 digits (issue #15).
 SAMPLE_LINE = re.compile(
     r'^[a-zA-Z_:][a-zA-Z0-9_:]*(?:\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?[ \t]+'
-    r"(?:[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|[-+]?Inf|NaN)(?:[ \t]+-?\d+)?[ \t]*$"
+    r"(?:[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|[-+]?Inf|NaN)"
+    r"(?:[ \t]+-?\d+)?[ \t]*$"
 )
 # Series only one generation exposes (V1 also labels every series with "engine").
 V1_ONLY = ("vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds_count",
