@@ -22,6 +22,7 @@ import itertools
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -35,6 +36,7 @@ OBSERVE_ENV = "WIZARD_FUZZ_OBSERVE"  # where a chunk's plugin writes its figures
 HANG_ENV = "WIZARD_FUZZ_HANG_S"
 ADDRESS_SPACE_LIMIT = 4 << 30  # bytes; the goal is a peak RSS under 1 GiB
 ONE_GIB_KB = 1 << 20
+RUNNING: set[subprocess.Popen[str]] = set()  # chunks in flight, ended with the run
 
 
 # -- the run ---------------------------------------------------------------------------------------
@@ -57,7 +59,9 @@ def properties() -> list[str]:
     return found
 
 
-def run_chunk(node: str, examples: int, seed: int, out: Path, hang_s: float) -> dict[str, Any]:
+def run_chunk(
+    node: str, examples: int, seed: int, out: Path, hang_s: float, deadline_s: float
+) -> dict[str, Any]:
     """One pytest process: ``examples`` examples of ``node`` from ``seed``; its figures."""
     name = node.rpartition("::")[2]
     observed = out / f"{name}-{seed}.json"
@@ -67,19 +71,24 @@ def run_chunk(node: str, examples: int, seed: int, out: Path, hang_s: float) -> 
         "WIZARD_FUZZ_EXAMPLES": str(examples),
         OBSERVE_ENV: str(observed),
         HANG_ENV: str(hang_s),
+        "WIZARD_FUZZ_DEADLINE_S": str(deadline_s),
         "PYTHONPATH": os.pathsep.join([str(ROOT / "benchmarks"), str(ROOT)]),
     }
     started = time.monotonic()
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                            preexec_fn=_limit_address_space, check=False)  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, preexec_fn=_limit_address_space)  # fmt: skip
+    RUNNING.add(process)
+    stdout, stderr = process.communicate()
+    RUNNING.discard(process)
     figures = json.loads(observed.read_text()) if observed.exists() else {}
     observed.unlink(missing_ok=True)
-    row = {"property": name, "seed": seed, "asked": examples, "exit": result.returncode,
+    row = {"property": name, "seed": seed, "asked": examples, "exit": process.returncode,
            "wall_s": round(time.monotonic() - started, 1), **figures}  # fmt: skip
-    if result.returncode != 0:
+    if process.returncode != 0:
         log = out / f"{name}-{seed}.log"
-        replay = f"WIZARD_FUZZ_EXAMPLES={examples} python -m pytest {node} --hypothesis-seed={seed}"
-        log.write_text(f"replay: {replay}\n\n{result.stdout}\n{result.stderr}")
+        replay = (f"WIZARD_FUZZ_EXAMPLES={examples} WIZARD_FUZZ_DEADLINE_S={deadline_s} python -m pytest"
+                  f" {node} --hypothesis-seed={seed}")  # fmt: skip
+        log.write_text(f"replay: {replay}\n\n{stdout}\n{stderr}")
         row["log"] = log.name
     return row
 
@@ -102,15 +111,28 @@ def run(args: argparse.Namespace) -> None:
         rounds.append([(node, size) for size in sizes])
     chunks = [c for batch in itertools.zip_longest(*rounds) for c in batch if c is not None]
     seeds = iter(range(args.first_seed, args.first_seed + len(chunks)))
-    with ThreadPoolExecutor(args.jobs) as pool, (out / "chunks.jsonl").open("a") as log:
-        futures = [pool.submit(run_chunk, node, size, next(seeds), out, args.hang)
-                   for node, size in chunks]  # fmt: skip
-        for future in futures:
-            row = future.result()
-            log.write(json.dumps(row) + "\n")
-            log.flush()
-            print(json.dumps(row), flush=True)
+    signal.signal(signal.SIGTERM, _stopped)
+    pool = ThreadPoolExecutor(args.jobs)
+    futures = [pool.submit(run_chunk, node, size, next(seeds), out, args.hang, args.deadline)
+               for node, size in chunks]  # fmt: skip
+    try:
+        with (out / "chunks.jsonl").open("a") as log:
+            for future in futures:
+                row = future.result()
+                log.write(json.dumps(row) + "\n")
+                log.flush()
+                print(json.dumps(row), flush=True)
+    except KeyboardInterrupt:
+        print("stopped: the chunks that ended are in the table", flush=True)
+    finally:  # stopped (Ctrl-C, SIGTERM) or done: no chunk outlives the run
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in list(RUNNING):
+            process.kill()
     summarise(out)
+
+
+def _stopped(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def summarise(out: Path) -> None:
@@ -153,6 +175,9 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=[], help="properties whose id contains these")
     parser.add_argument(
         "--hang", type=float, default=60.0, help="seconds before one example is a hang"
+    )
+    parser.add_argument(
+        "--deadline", type=float, default=5.0, help="hypothesis' deadline per example (s)"
     )
     parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--out", default="fuzz-long")
