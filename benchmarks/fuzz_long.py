@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import functools
 import itertools
 import json
 import os
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULES = ("tests.test_fuzz_readers", "tests.test_fuzz_transcripts")
 OBSERVE_ENV = "WIZARD_FUZZ_OBSERVE"  # where a chunk's plugin writes its figures
 HANG_ENV = "WIZARD_FUZZ_HANG_S"
+CPU_BOUND_ENV = "WIZARD_FUZZ_CPU_BOUND_S"
 ADDRESS_SPACE_LIMIT = 4 << 30  # bytes; the goal is a peak RSS under 1 GiB
 ONE_GIB_KB = 1 << 20
 RUNNING: set[subprocess.Popen[str]] = set()  # chunks in flight, ended with the run
@@ -60,7 +62,7 @@ def properties() -> list[str]:
 
 
 def run_chunk(
-    node: str, examples: int, seed: int, out: Path, hang_s: float, deadline_s: float
+    node: str, examples: int, seed: int, out: Path, hang_s: float, cpu_bound_s: float
 ) -> dict[str, Any]:
     """One pytest process: ``examples`` examples of ``node`` from ``seed``; its figures."""
     name = node.rpartition("::")[2]
@@ -71,7 +73,8 @@ def run_chunk(
         "WIZARD_FUZZ_EXAMPLES": str(examples),
         OBSERVE_ENV: str(observed),
         HANG_ENV: str(hang_s),
-        "WIZARD_FUZZ_DEADLINE_S": str(deadline_s),
+        CPU_BOUND_ENV: str(cpu_bound_s),
+        "WIZARD_FUZZ_DEADLINE_S": "0",  # wall time is the load's; the plugin bounds CPU time
         "PYTHONPATH": os.pathsep.join([str(ROOT / "benchmarks"), str(ROOT)]),
     }
     started = time.monotonic()
@@ -86,8 +89,8 @@ def run_chunk(
            "wall_s": round(time.monotonic() - started, 1), **figures}  # fmt: skip
     if process.returncode != 0:
         log = out / f"{name}-{seed}.log"
-        replay = (f"WIZARD_FUZZ_EXAMPLES={examples} WIZARD_FUZZ_DEADLINE_S={deadline_s} python -m pytest"
-                  f" {node} --hypothesis-seed={seed}")  # fmt: skip
+        replay = " ".join(f"{k}={v}" for k, v in env.items() if k not in os.environ)
+        replay += " python " + " ".join(command[1:])
         log.write_text(f"replay: {replay}\n\n{stdout}\n{stderr}")
         row["log"] = log.name
     return row
@@ -113,7 +116,7 @@ def run(args: argparse.Namespace) -> None:
     seeds = iter(range(args.first_seed, args.first_seed + len(chunks)))
     signal.signal(signal.SIGTERM, _stopped)
     pool = ThreadPoolExecutor(args.jobs)
-    futures = [pool.submit(run_chunk, node, size, next(seeds), out, args.hang, args.deadline)
+    futures = [pool.submit(run_chunk, node, size, next(seeds), out, args.hang, args.cpu_bound)
                for node, size in chunks]  # fmt: skip
     try:
         with (out / "chunks.jsonl").open("a") as log:
@@ -177,7 +180,7 @@ def main() -> None:
         "--hang", type=float, default=60.0, help="seconds before one example is a hang"
     )
     parser.add_argument(
-        "--deadline", type=float, default=5.0, help="hypothesis' deadline per example (s)"
+        "--cpu-bound", type=float, default=5.0, help="CPU seconds one example may take"
     )
     parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--out", default="fuzz-long")
@@ -192,19 +195,37 @@ def main() -> None:
 # -- the plugin inside each chunk's pytest process (``-p fuzz_long``) ------------------------------
 
 _figures: dict[str, Any] = {"examples": 0, "max_wall_s": 0.0, "max_cpu_s": 0.0}
-_last_cpu = [0.0]
+
+
+class SlowExampleError(AssertionError):
+    """One example took more CPU time than the bound (hypothesis shrinks it like any failure)."""
 
 
 def _observed(observation: Any) -> None:
     """Hypothesis ran one example: count it, keep the longest, re-arm the hang watchdog."""
     if observation.type != "test_case" or observation.status == "gave_up":
         return
-    cpu = time.process_time()
     _figures["examples"] += 1
-    _figures["max_cpu_s"] = max(_figures["max_cpu_s"], round(cpu - _last_cpu[0], 3))
-    _figures["max_wall_s"] = max(_figures["max_wall_s"], round(sum(observation.timing.values()), 3))
-    _last_cpu[0] = cpu
+    wall = observation.timing.get("execute:test", 0.0)
+    _figures["max_wall_s"] = max(_figures["max_wall_s"], round(wall, 3))
     faulthandler.dump_traceback_later(float(os.environ[HANG_ENV]), exit=True)
+
+
+def _timed(inner: Any) -> Any:
+    """The test body, its CPU time kept and bounded (wall time on a shared machine is noise)."""
+    bound = float(os.environ[CPU_BOUND_ENV])
+
+    @functools.wraps(inner)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.process_time()
+        result = inner(*args, **kwargs)
+        cpu = time.process_time() - started
+        _figures["max_cpu_s"] = max(_figures["max_cpu_s"], round(cpu, 3))
+        if cpu > bound:
+            raise SlowExampleError(f"one example took {cpu:.2f} s of CPU time (bound {bound:g} s)")
+        return result
+
+    return timed
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -218,12 +239,12 @@ def pytest_configure(config: Any) -> None:
 
     config.addinivalue_line("markers", "timeout(seconds): pytest-timeout's, unused here")
     add_observability_callback(_observed)
-    _last_cpu[0] = time.process_time()
     faulthandler.dump_traceback_later(float(os.environ[HANG_ENV]) * 5, exit=True)  # collection
 
 
 def pytest_runtest_call(item: Any) -> None:
-    _last_cpu[0] = time.process_time()  # collection and imports are no example's
+    handle = item.obj.hypothesis  # hypothesis calls this attribute for each example
+    handle.inner_test = _timed(handle.inner_test)
 
 
 def pytest_unconfigure(config: Any) -> None:

@@ -82,7 +82,7 @@ def edited(
 
 # Each example renders and exports a whole 200 KB transcript twice (~0.3 s): a wider deadline
 # than the readers' keeps a busy CI machine from calling it slow.
-@settings(FUZZ, deadline=timedelta(seconds=10))
+@settings(FUZZ, deadline=FUZZ.deadline and timedelta(seconds=10))  # none in the long run
 @given(st.integers(0, len(SEEDS) - 1), st.lists(EDIT, min_size=1, max_size=6))
 def test_replay_and_export_of_an_edited_transcript(
     seed: int, edits: list[tuple[int, str, list[int], Any, str]]
