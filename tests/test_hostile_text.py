@@ -195,3 +195,24 @@ def test_html_export_shows_the_hostile_name_inert(
     _, path, _ = hostile_walk
     page = cli("export", str(path), "--format", "html").stdout
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+def test_markdown_export_shows_a_hostile_name_inert(tmp_path: Path) -> None:
+    # Markdown renders raw HTML and fetches images: before, `export --format md` wrote the name
+    # as it came (the ticket's viewer would run the tag and load the image).
+    from tests.forge import read_records, write_rechained
+
+    name = "<img src=x onerror=alert(1)>![t](http://127.0.0.1:9/pixel.png)"
+    examples = Path(transcript.__file__).parent.parent / "transcripts" / "examples"
+    header, events = read_records(sorted(examples.glob("*.ndjson"))[0])
+
+    def named(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: name if k == "model" and isinstance(v, str) else named(v)
+                    for k, v in value.items()}  # fmt: skip
+        return [named(v) for v in value] if isinstance(value, list) else value
+
+    path = write_rechained(tmp_path / "hostile.ndjson", named(header), named(events))
+    page = cli("export", str(path), "--format", "md").stdout
+    assert "&lt;img src=x onerror=alert(1)>!\\[t\\](http://127.0.0.1:9/pixel.png)" in page
+    assert "<img" not in page and "![t](" not in page
