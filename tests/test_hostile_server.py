@@ -171,6 +171,7 @@ def test_probe_endpoints_records_every_mode(faults: str, mode: str) -> None:
     if mode == "slowheaders":  # the headers never come: the reachability check says so, in time
         assert result.stdout == "" and one_line(result.stderr)
         assert "no response headers from" in result.stderr and "within 2.5 s" in result.stderr
+        assert "'latency-wizard probe vllm-log FILE' tells why" in result.stderr  # no run flag
         return
     facts = json.loads(result.stdout)
     if mode in ENDPOINT_UNANSWERED:

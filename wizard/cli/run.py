@@ -237,7 +237,12 @@ def _absolute(path: str | None) -> str | None:
 PREFLIGHT_TIMEOUT_S = 10.0
 
 
-def preflight(url: str, log_given: bool = False, timeout_s: float = PREFLIGHT_TIMEOUT_S) -> None:
+def preflight(
+    url: str,
+    log_given: bool = False,
+    timeout_s: float = PREFLIGHT_TIMEOUT_S,
+    log_hint: str = "--vllm-log FILE",
+) -> None:
     """Fail in one line, before anything is written, when nothing answers at ``url``.
 
     With the server's log at hand the walk goes on: a server that did not start is diagnosed from
@@ -265,7 +270,7 @@ def preflight(url: str, log_given: bool = False, timeout_s: float = PREFLIGHT_TI
     else:
         return
     if not log_given:
-        raise WizardError(f"{message} (if the server failed to start, --vllm-log FILE tells why)")
+        raise WizardError(f"{message} (if the server failed to start, {log_hint} tells why)")
     print(f"{message}; reading the server's log instead", file=sys.stderr)
 
 
