@@ -60,7 +60,7 @@ def edited(
             event["type"] = retype
         elif kind == "header":
             keys = sorted(set(header) - {"type", "schema_version"})
-            header[keys[path[0] % len(keys)]] = value
+            header[keys[path[0] % len(keys)]] = copy.deepcopy(value)
         else:
             parent: Any = event["data"]
             for depth, step in enumerate(path):
@@ -74,8 +74,8 @@ def edited(
                     continue
                 if kind == "drop" and isinstance(parent, dict):
                     del parent[key]
-                else:
-                    parent[key] = value
+                else:  # a copy: the value drawn is shared, and a later edit may reach into it
+                    parent[key] = copy.deepcopy(value)
                 break
     return header, events
 
