@@ -108,6 +108,7 @@ def test_metrics_deltas_past_a_floats_range_are_unknown() -> None:
         + "9" * 5000,
         "ERROR 01-01 00:00:00 max_num_batched_tokens (" + "9" * 5000 + ") is smaller than "
         "max_model_len (" + "9" * 5000 + ")",
+        "INFO 07-08 07:16:55 api_server.py:206] vLLM API server version " + "9" * 5000 + ".1.0",
     ],
     ids=[
         "len",
@@ -120,6 +121,7 @@ def test_metrics_deltas_past_a_floats_range_are_unknown() -> None:
         "args",
         "config",
         "error",
+        "version",
     ],
 )
 def test_vllm_log_numbers_that_do_not_parse_are_unknown(line: str) -> None:
