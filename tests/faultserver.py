@@ -3,11 +3,15 @@
 The stream probe appends ``/v1/completions`` to its target, so a target of ``{url}/garbage`` gets
 the ``garbage`` behaviour. Responses are close-delimited HTTP/1.1, written by hand on a raw socket so
 that resets, hangs and cut bodies are real.
+
+``{url}/cycle`` is a server whose completions take every behaviour in turn (MODES, one request
+after another) while its model list, health and version answer: one walk meets every fault.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import socket
 import struct
@@ -153,6 +157,28 @@ async def trickle(name: str, writer: asyncio.StreamWriter) -> None:
             return
 
 
+# Every behaviour, faults and well-formed streams alike.
+MODES = ("status500", "status404", "status429", "garbage", "errorevent", "nodone", "reset", "hang",
+         "roleearly", "multitoken", "burst", "deepjson", "bigint", "badchoices", "usagejump",
+         "hugeline", "nousage", *TRICKLES)  # fmt: skip
+CYCLE = "cycle"
+_turns = itertools.count()
+MODEL_LIST = {"object": "list", "data": [{"id": "m", "object": "model", "max_model_len": 4096}]}
+
+
+async def cycle(path: str, writer: asyncio.StreamWriter) -> None:
+    """The next behaviour for a completion; a model list, health and version that answer."""
+    if path.endswith("/completions"):
+        await behave(MODES[next(_turns) % len(MODES)], writer)
+        return
+    known = {"/v1/models": MODEL_LIST, "/version": {"version": "0.0.0"}, "/health": {}}
+    body = json.dumps(known[path]).encode() if path in known else b""
+    status = b"200 OK" if path in known else b"404 Not Found"
+    writer.write(b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\n")
+    writer.write(f"content-length: {len(body)}\r\nconnection: close\r\n\r\n".encode() + body)
+    await writer.drain()
+
+
 async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         head = await reader.readuntil(b"\r\n\r\n")
@@ -161,10 +187,10 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             if line.lower().startswith(b"content-length:"):
                 length = int(line.split(b":")[1])
         await reader.readexactly(length)
-        path = head.split(b" ")[1].decode()
-        await behave(path.strip("/").split("/")[0], writer)
-    except (asyncio.IncompleteReadError, ConnectionError):
-        pass
+        mode, _, rest = head.split(b" ")[1].decode().strip("/").partition("/")
+        await (cycle("/" + rest, writer) if mode == CYCLE else behave(mode, writer))
+    except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+        pass  # the client left, or the server is shutting down
     finally:
         if not writer.transport.is_closing():
             writer.close()

@@ -6,6 +6,7 @@ it never raises anything else, and it never takes more than linear time.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -50,8 +51,10 @@ def test_lscpu_with_absurd_counts_leaves_them_unknown() -> None:
         "# TYPE vllm:time_to_first_token_seconds histogram\nvllm:time_to_first_token_seconds_sum 3\n",
         '# TYPE vllm:inter_token_latency_seconds histogram\nvllm:inter_token_latency_seconds_bucket{le="x"} 3\n',
         'vllm:cache_config_info{num_gpu_blocks="²",block_size="' + "9" * 5000 + '"} 1\n',
+        "vllm:num_requests_running 1" + "9" * 400 + "\n",  # an int past float (the long fuzz run)
+        "vllm:num_requests_running 1e308\nvllm:num_requests_running 1e308\n",  # a sum past it
     ],
-    ids=["inf", "nan", "timestamp", "no-sum", "no-count", "bucket", "labels"],
+    ids=["inf", "nan", "timestamp", "no-sum", "no-count", "bucket", "labels", "int", "sum"],
 )
 def test_metrics_with_numbers_that_do_not_fit(text: str) -> None:
     try:
@@ -61,7 +64,29 @@ def test_metrics_with_numbers_that_do_not_fit(text: str) -> None:
         return
     data = snapshot.to_dict()
     assert data["ttft_s"] == {} and data["num_gpu_blocks"] is None and data["block_size"] is None
-    assert data["running"] in (None, 1.0) and data["itl_smallest_bucket_s"] is None
+    assert data["running"] in (None, 1.0, 1e308) and data["itl_smallest_bucket_s"] is None
+    json.dumps(data, allow_nan=False)  # what --json prints parses
+
+
+@pytest.mark.timeout(60)
+def test_metrics_line_with_a_long_run_of_digits_is_skipped_in_linear_time() -> None:
+    # The long fuzz run's slow /metrics input: a sample's value followed by thousands of digits
+    # and then one character that makes the line no sample (9 s to read at 12,000 digits).
+    text = (
+        f"vllm:num_requests_running 1.{LONG_DIGITS}x\nvllm:num_requests_running 1{LONG_DIGITS}x\n"
+    )
+    with pytest.raises(WizardError, match=r"no samples in it .*skipped 2 line"):
+        metrics.parse(text)
+    assert metrics.parse(f"vllm:num_requests_running 1.{LONG_DIGITS}\n").running is not None
+
+
+def test_metrics_deltas_past_a_floats_range_are_unknown() -> None:
+    # A hostile server's counters, from -1e308 to 1e308 between two scrapes, over a short window.
+    before = metrics.parse("vllm:num_preemptions_total -1e308\n")
+    after = metrics.parse("vllm:num_preemptions_total 1e308\n")
+    change = metrics.delta(before, after, 1e-3)
+    assert change["preemptions"] is None and change["preemptions_per_s"] is None
+    json.dumps(change, allow_nan=False)
 
 
 @pytest.mark.parametrize(
@@ -83,6 +108,7 @@ def test_metrics_with_numbers_that_do_not_fit(text: str) -> None:
         + "9" * 5000,
         "ERROR 01-01 00:00:00 max_num_batched_tokens (" + "9" * 5000 + ") is smaller than "
         "max_model_len (" + "9" * 5000 + ")",
+        "INFO 07-08 07:16:55 api_server.py:206] vLLM API server version " + "9" * 5000 + ".1.0",
     ],
     ids=[
         "len",
@@ -95,6 +121,7 @@ def test_metrics_with_numbers_that_do_not_fit(text: str) -> None:
         "args",
         "config",
         "error",
+        "version",
     ],
 )
 def test_vllm_log_numbers_that_do_not_parse_are_unknown(line: str) -> None:

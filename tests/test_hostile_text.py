@@ -67,6 +67,31 @@ def test_a_key_in_the_url_is_masked_everywhere(healthy_sim: SimProcess, tmp_path
     assert {sink for sink, text in outputs.items() if CANARY in text} == set()
 
 
+@pytest.mark.parametrize("reader", ["vllm-log", "nginx-config"])
+@pytest.mark.parametrize("mode", [(), ("--json",)])
+def test_a_key_inside_a_log_or_a_config_is_shown_nowhere(
+    tmp_path: Path, reader: str, mode: tuple[str, ...]
+) -> None:
+    # Kept so (the issue found no leak there): the key a server was started with, or the one a
+    # proxy adds, is in the files an engineer pastes; no reader quotes it.
+    if reader == "vllm-log":
+        evidence = tmp_path / "vllm.log"
+        evidence.write_text(
+            "(APIServer pid=9) INFO 12-02 10:00:00 [utils.py:96] non-default args: {'model': 'm', "
+            f"'api_key': ['{CANARY}'], 'max_model_len': 2048}}\n"
+            f"(APIServer pid=9) INFO 12-02 10:00:00 [cli.py:1] vllm serve m --api-key {CANARY}\n"
+        )
+    else:
+        evidence = tmp_path / "nginx.conf"
+        evidence.write_text(
+            "events {}\nhttp { server { listen 80; location /v1/ { proxy_set_header Authorization "
+            f'"Bearer {CANARY}"; proxy_pass http://127.0.0.1:8000; }} }} }}\n'
+        )
+    result = cli("probe", reader, str(evidence), *mode)
+    assert "Traceback" not in result.stderr and result.stdout
+    assert CANARY not in result.stdout + result.stderr
+
+
 def test_resume_asks_for_masked_credentials_again(healthy_sim: SimProcess, tmp_path: Path) -> None:
     lines = Path(transcript.__file__).parent.parent / "transcripts" / "examples"
     example = sorted(lines.glob("*.ndjson"))[0].read_text().splitlines(keepends=True)
@@ -170,3 +195,24 @@ def test_html_export_shows_the_hostile_name_inert(
     _, path, _ = hostile_walk
     page = cli("export", str(path), "--format", "html").stdout
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+def test_markdown_export_shows_a_hostile_name_inert(tmp_path: Path) -> None:
+    # Markdown renders raw HTML and fetches images: before, `export --format md` wrote the name
+    # as it came (the ticket's viewer would run the tag and load the image).
+    from tests.forge import read_records, write_rechained
+
+    name = "<img src=x onerror=alert(1)>![t](http://127.0.0.1:9/pixel.png)"
+    examples = Path(transcript.__file__).parent.parent / "transcripts" / "examples"
+    header, events = read_records(sorted(examples.glob("*.ndjson"))[0])
+
+    def named(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: name if k == "model" and isinstance(v, str) else named(v)
+                    for k, v in value.items()}  # fmt: skip
+        return [named(v) for v in value] if isinstance(value, list) else value
+
+    path = write_rechained(tmp_path / "hostile.ndjson", named(header), named(events))
+    page = cli("export", str(path), "--format", "md").stdout
+    assert "&lt;img src=x onerror=alert(1)>!\\[t\\](http://127.0.0.1:9/pixel.png)" in page
+    assert "<img" not in page and "![t](" not in page

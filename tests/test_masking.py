@@ -97,3 +97,25 @@ def test_a_walk_shows_the_playbook_text_and_masks_the_key(
         if e["type"] == "probe_result" and e["data"]["probe"] == "endpoints"
     )
     assert endpoints["data"]["facts"]["wrong_base_path"] is False  # fmt: skip
+
+
+@pytest.mark.parametrize("way", ["VLLM_API_KEY", "OPENAI_API_KEY", "--api-key-env"])
+def test_a_key_given_any_way_is_used_and_shown_nowhere(sim_factory: SimFactory, way: str) -> None:
+    key = "canary-every-way-3c9e"
+    sim = sim_factory("--scenario", "auth-required", env={"VLLM_API_KEY": key})
+    env = {k: v for k, v in os.environ.items() if k not in ("VLLM_API_KEY", "OPENAI_API_KEY")}
+    flag: list[str] = []
+    if way == "--api-key-env":
+        env["ONCALL_KEY"], flag = key, ["--api-key-env", "ONCALL_KEY"]
+    else:
+        env[way] = key
+    printed = ""
+    for args in (["stream", "--repeat", "1"], ["endpoints"]):
+        for mode in ((), ("--json",)):
+            result = subprocess.run(
+                wizard_command("probe", *args, "--target", sim.url, *flag, *mode),
+                capture_output=True, text=True, timeout=60, env=env,
+            )  # fmt: skip
+            assert result.returncode == 0, result.stderr  # the key was sent: the server answered
+            printed += result.stdout + result.stderr
+    assert key not in printed

@@ -131,9 +131,9 @@ def test_hang_is_a_read_timeout(faults: str) -> None:
     assert len(sample.output_times_ns) == 1  # what arrived before the stall is kept
 
 
-def test_garbage_lines_are_counted_not_fatal(faults: str) -> None:
+def test_garbage_lines_are_counted_and_fail_the_request(faults: str) -> None:
     sample = measure(faults + "/garbage")
-    assert sample.ok
+    assert sample.error_kind == "malformed"  # no valid completion, whatever came after it
     assert sample.malformed_events == 3  # bad JSON, a bare line, a JSON array
     assert sample.output_tokens == 1
 

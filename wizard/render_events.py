@@ -129,7 +129,12 @@ def _probe(data: dict[str, Any]) -> RenderableType:
     if name == "vllm-log":
         return Text(_log_line(facts))
     if name == "endpoints" and facts.get("reachable") is False:
-        return Text("  endpoints: the server does not answer", style="red")
+        why = facts.get("error")  # absent in transcripts written before it was recorded
+        return Text(
+            "  endpoints: the server does not answer"
+            + (f" ({why})" if isinstance(why, str) else ""),
+            style="red",
+        )
     if name == "endpoints":
         return Text(
             f"  endpoints: model {facts.get('model')}, version {facts.get('version')}, auth {facts.get('auth')}, "

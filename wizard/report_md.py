@@ -9,9 +9,19 @@ from wizard.report_doc import Charts, Code, Heading, Lines, Table, document
 STRONG_TONES = ("fail", "bad")
 
 
+def _inline(text: str) -> str:
+    """Text that may come from a server or a pasted file, shown as written and inert: Markdown
+    renders raw HTML (``<img onerror=...>``) and links or images (``![](http://...)``, fetched
+    when the ticket is viewed). No tag or autolink starts without ``<`` (an entity here) and no
+    link or image without ``[`` (escaped); ``->`` stays readable in the raw text."""
+    for raw, shown in (("<", "&lt;"), ("[", "\\["), ("]", "\\]")):
+        text = text.replace(raw, shown)
+    return text.replace("\n", " ")
+
+
 def _cell(text: str) -> str:
     """A table cell: a pipe or a line break would end the cell or the row."""
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _inline(text).replace("|", "\\|")
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -19,10 +29,11 @@ def markdown(report: dict[str, Any]) -> str:
     out: list[str] = []
     for block in document(report):
         if isinstance(block, Heading):
-            out += ["#" * block.level + " " + block.text, ""]
+            out += ["#" * block.level + " " + _inline(block.text), ""]
         elif isinstance(block, Lines):
             out += [
-                f"- **{label}**: {text}" if label else f"- {text}" for label, text, _ in block.items
+                f"- **{_inline(label)}**: {_inline(text)}" if label else f"- {_inline(text)}"
+                for label, text, _ in block.items
             ]
             out.append("")
         elif isinstance(block, Table):
@@ -38,7 +49,7 @@ def markdown(report: dict[str, Any]) -> str:
                 out.append("| " + " | ".join(cells) + " |")
             out.append("")
         elif isinstance(block, Code):
-            out += [f"    {block.text}", ""]
+            out += ["    " + block.text.replace("\n", " "), ""]  # a code block: shown literally
         elif isinstance(block, Charts):
             continue  # pictures live in the HTML page
     return "\n".join(out)

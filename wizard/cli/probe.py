@@ -583,7 +583,7 @@ def run_endpoints(args: argparse.Namespace) -> int:
     from wizard.probes.endpoints import probe
     from wizard.probes.runner import ProbeContext
 
-    preflight(args.target)
+    preflight(args.target, timeout_s=args.timeout, log_hint="'latency-wizard probe vllm-log FILE'")
     api_key = api_key_from_env(args.api_key_env)
     ctx = ProbeContext(target=args.target, headers=auth_headers(api_key), timeout_s=args.timeout)
     facts = aio.run(probe(ctx, {}))

@@ -208,7 +208,7 @@ def run_command(args: argparse.Namespace) -> int:
     book = playbook_module.load(args.playbook or playbook_module.DEFAULT_PLAYBOOK)
     operator = choose_operator(args, book)
     for url in filter(None, (args.target, args.proxy)):
-        preflight(url, log_given=bool(args.vllm_log))
+        preflight(url, log_given=bool(args.vllm_log), timeout_s=args.timeout)
     api_key = api_key_from_env(args.api_key_env)
     path = Path(args.transcript) if args.transcript else default_transcript_path(args.target)
     header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
@@ -283,11 +283,20 @@ def _absolute(path: str | None) -> str | None:
     return str(Path(path).resolve()) if path else None
 
 
-def preflight(url: str, log_given: bool = False) -> None:
+PREFLIGHT_TIMEOUT_S = 10.0
+
+
+def preflight(
+    url: str,
+    log_given: bool = False,
+    timeout_s: float = PREFLIGHT_TIMEOUT_S,
+    log_hint: str = "--vllm-log FILE",
+) -> None:
     """Fail in one line, before anything is written, when nothing answers at ``url``.
 
     With the server's log at hand the walk goes on: a server that did not start is diagnosed from
-    its log.
+    its log. ``timeout_s`` is the read timeout asked for (at most PREFLIGHT_TIMEOUT_S): the check
+    has the same deadline as every other request, so headers trickled a byte at a time end it there.
     """
     import httpx
 
@@ -298,7 +307,11 @@ def preflight(url: str, log_given: bool = False) -> None:
     from wizard.probes.reach import explain
 
     try:
-        aio.run(headers_within_deadline(url.rstrip("/") + "/health", timeout_s=10))
+        aio.run(
+            headers_within_deadline(
+                url.rstrip("/") + "/health", timeout_s=min(timeout_s, PREFLIGHT_TIMEOUT_S)
+            )
+        )
     except httpx.HTTPError as exc:
         message = without_userinfo(f"cannot reach {url}: {explain(exc, url)}")
     except BoundedRequestError as exc:
@@ -306,7 +319,7 @@ def preflight(url: str, log_given: bool = False) -> None:
     else:
         return
     if not log_given:
-        raise WizardError(f"{message} (if the server failed to start, --vllm-log FILE tells why)")
+        raise WizardError(f"{message} (if the server failed to start, {log_hint} tells why)")
     print(f"{message}; reading the server's log instead", file=sys.stderr)
 
 

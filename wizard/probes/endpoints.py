@@ -72,13 +72,23 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Walk probe: health, version, models, auth, and whether completions and chat answer."""
     base = ctx.target.rstrip("/")
     async with httpx.AsyncClient(timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)) as client:
-        health, _ = await _status(client, "GET", base + "/health")
-        version_status, version_body = await _status(client, "GET", base + "/version")
-        models_status, models_body = await _status(
-            client, "GET", base + "/v1/models", headers=ctx.headers
-        )
+        health, health_body = await _status(client, "GET", base + "/health")
+        version_status: int | None = None
+        models_status: int | None = None
+        version_body = models_body = ""
+        # A server that gave /health no HTTP answer (refused, reset, past its deadline) is asked
+        # nothing more: each question would wait out the same deadline.
+        if health is not None:
+            version_status, version_body = await _status(client, "GET", base + "/version")
+            models_status, models_body = await _status(
+                client, "GET", base + "/v1/models", headers=ctx.headers
+            )
+        unanswered = [body for status, body in ((health, health_body), (version_status, version_body),
+                                                (models_status, models_body)) if status is None and body]  # fmt: skip
         facts: dict[str, Any] = {
             "reachable": health is not None,
+            # Why a request got no HTTP answer (refused, reset, a deadline), the first of them.
+            "error": unanswered[0] if unanswered else None,
             "health_status": health,
             "version": _json_field(version_body, "version") if version_status == 200 else None,
             "models_status": models_status,

@@ -27,9 +27,13 @@ KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 ITL = ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds")
 ITL_BUCKETS = frozenset(f"{name}_bucket" for name in ITL)
 # One sample line of the text format: name, optional {labels}, a value, an optional timestamp.
+# Every part splits a line one way only (the value's digits are "\d+(?:\.\d*)?", never
+# "\d+\.?\d*", whose digits could go to either side): a line that is no sample fails in linear
+# time, where the ambiguous pattern took seconds over a pasted run of 12,000 digits (issue #15).
 SAMPLE_LINE = re.compile(
     r'^[a-zA-Z_:][a-zA-Z0-9_:]*(?:\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?[ \t]+'
-    r"(?:[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|[-+]?Inf|NaN)(?:[ \t]+-?\d+)?[ \t]*$"
+    r"(?:[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|[-+]?Inf|NaN)"
+    r"(?:[ \t]+-?\d+)?[ \t]*$"
 )
 # Series only one generation exposes (V1 also labels every series with "engine").
 V1_ONLY = ("vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds_count",
@@ -165,17 +169,19 @@ def parse(text: str) -> MetricsSnapshot:
     for family in families:
         for sample in family.samples:
             # NaN and infinities are valid exposition but no count: they would also make the
-            # JSON output invalid.
-            if not sample.name.startswith("vllm:") or not math.isfinite(sample.value):
+            # JSON output invalid. An integer past a float's range (the parser keeps integers
+            # as int) is no count either.
+            value = _finite(sample.value)
+            if not sample.name.startswith("vllm:") or value is None:
                 continue
             engines.add(sample.labels.get("engine", "0"))
             labelled = labelled or "engine" in sample.labels
-            sums[sample.name] = sums.get(sample.name, 0.0) + sample.value
+            if not _add(sums, sample.name, value):
+                continue
             # Without its "# TYPE" line a histogram is "unknown" typed: its parts still say what it is.
             if family.type in ("histogram", "unknown") and sample.name.endswith(HISTOGRAM_PARTS):
                 base, _, part = sample.name.rpartition("_")
-                histograms.setdefault(base, {}).setdefault(part, 0.0)
-                histograms[base][part] += sample.value
+                _add(histograms.setdefault(base, {}), part, value)
             if sample.name in ITL_BUCKETS and sample.labels.get("le") not in (
                 None,
                 "+Inf",
@@ -234,6 +240,23 @@ def parse(text: str) -> MetricsSnapshot:
     return snap
 
 
+def _finite(value: float) -> float | None:
+    """A sample's value as a finite float, else None (NaN, infinities, an int past float)."""
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _add(totals: dict[str, float], key: str, value: float) -> bool:
+    """Add ``value`` to ``totals[key]`` unless the sum would leave a float's range."""
+    total = _finite(totals.get(key, 0.0) + value)
+    if total is not None:
+        totals[key] = total
+    return total is not None
+
+
 def _generation(sums: dict[str, float], engines_labelled: bool) -> str | None:
     """v1 or v0 from the series only one of them exposes; V1 checked first (0.9.2-0.11 had both
     KV names)."""
@@ -248,7 +271,8 @@ def _mean(parts: dict[str, float] | None) -> dict[str, float]:
     # A histogram missing its _sum or _count (a hand-edited or foreign exposition) has no mean.
     if not parts or not parts.get("count") or "sum" not in parts:
         return {}
-    return {"count": parts["count"], "sum": parts["sum"], "mean": parts["sum"] / parts["count"]}
+    mean = _finite(parts["sum"] / parts["count"])
+    return {} if mean is None else {"count": parts["count"], "sum": parts["sum"], "mean": mean}
 
 
 async def scrape(client: httpx.AsyncClient, base_url: str) -> MetricsSnapshot:
@@ -275,13 +299,13 @@ def delta(
     """
 
     def diff(a: float | None, b: float | None) -> float | None:
-        return None if a is None or b is None else b - a
+        return None if a is None or b is None else _finite(b - a)
 
     def window_mean(name: str) -> float | None:
         first, last = getattr(before, name), getattr(after, name)
         count = diff(first.get("count", 0.0), last.get("count"))
         total = diff(first.get("sum", 0.0), last.get("sum"))
-        return total / count if count and total is not None else None
+        return _finite(total / count) if count and total is not None else None
 
     requests = diff(before.ttft_s.get("count", 0.0), after.ttft_s.get("count"))
     counters = (
@@ -289,7 +313,7 @@ def delta(
         diff(before.generation_tokens_total, after.generation_tokens_total),
         requests,
     )
-    rate = counters[0] / window_s if counters[0] is not None and window_s else None
+    rate = _finite(counters[0] / window_s) if counters[0] is not None and window_s else None
     itl_mean = window_mean("itl_s")
     return {
         "restarted": any(c is not None and c < 0 for c in counters),

@@ -41,6 +41,8 @@ def explain(exc: BaseException, url: str) -> str:
         return f"cannot resolve the host name {parts.hostname!r} (a typo, or not in this DNS?)"
     if isinstance(exc, httpx.ConnectTimeout):
         return "no answer within the connect timeout (a firewall, or the wrong host?)"
+    if isinstance(exc, httpx.ReadTimeout):
+        return "it took the request and then sent nothing within the read timeout"
     if isinstance(exc, httpx.ConnectError) and any(
         isinstance(e, ConnectionRefusedError) or "All connection attempts failed" in str(e)
         for e in chain

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 # KB); an event past this is a server writing garbage, and buffering it would take all memory.
 MAX_EVENT_BYTES = 1024 * 1024
 MAX_MESSAGE_CHARS = 300
+# The SSE fields other than data (WHATWG HTML, server-sent events): valid, and nothing to measure.
+OTHER_FIELDS = (b"event:", b"id:", b"retry:")
 
 
 class OversizedEventError(Exception):
@@ -37,6 +39,8 @@ class SseParser:
         self._buffer = b""
         self._on_first_output = on_first_output
         self._max_tokens = max_tokens
+        # What was wrong with the first malformed event, for the request's error message.
+        self.first_malformed: str | None = None
 
     def feed(self, data: bytes, now: int) -> int:
         """Consume one network read; return how many output events it completed."""
@@ -56,8 +60,8 @@ class SseParser:
                 self.sample.keep_alives += 1
             elif line.startswith(b"data:"):
                 data_lines.append(line[5:].strip())
-            elif line.strip():
-                self.sample.malformed_events += 1
+            elif line.strip() and not line.startswith(OTHER_FIELDS):
+                self._malformed(f"a line that is no SSE field: {_quoted(line)}")
         if not data_lines:
             return 0
         self.sample.event_times_ns.append(now)
@@ -67,11 +71,11 @@ class SseParser:
             return 0
         try:
             payload = safejson.loads(data)
-        except ValueError:  # not JSON, not UTF-8, too deep or a number too long
-            self.sample.malformed_events += 1
+        except ValueError as exc:  # not JSON, not UTF-8, too deep or a number too long
+            self._malformed(f"data that is no JSON chunk ({str(exc)[:80]}): {_quoted(data)}")
             return 0
         if not isinstance(payload, dict):
-            self.sample.malformed_events += 1
+            self._malformed(f"data that is no JSON object: {_quoted(data)}")
             return 0
         return self._payload(payload, now)
 
@@ -93,12 +97,19 @@ class SseParser:
             if self._believable(tokens):
                 sample.usage_tokens = tokens
             else:
-                sample.malformed_events += 1
+                asked = "" if self._max_tokens is None else f" of at most {self._max_tokens}"
+                self._malformed(
+                    f"usage.completion_tokens {_quoted(str(tokens).encode())} is no token "
+                    f"count{asked}"
+                )
                 usage = None
         output = False
         choices = payload.get("choices")
+        if choices is not None and not isinstance(choices, list):
+            self._malformed(f"choices that is no list: {_quoted(str(choices).encode())}")
         for choice in choices if isinstance(choices, list) else []:
             if not isinstance(choice, dict):
+                self._malformed(f"a choice that is no object: {_quoted(str(choice).encode())}")
                 continue
             if isinstance(reason := choice.get("finish_reason"), str) and reason:
                 sample.finish_reason = reason[:MAX_MESSAGE_CHARS]
@@ -115,11 +126,23 @@ class SseParser:
         )
         return 1
 
+    def _malformed(self, what: str) -> None:
+        self.sample.malformed_events += 1
+        self.first_malformed = self.first_malformed or what
+
     def _believable(self, tokens: Any) -> bool:
         """A token count: a non-negative int no larger than the request allows."""
         if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
             return False
         return self._max_tokens is None or tokens <= self._max_tokens
+
+
+def _quoted(raw: bytes) -> str:
+    """The start of what the server sent, printable on one line."""
+    text = raw[:60].decode("utf-8", "replace")
+    return repr(
+        "".join(c if c.isprintable() else "?" for c in text) + ("..." if len(raw) > 60 else "")
+    )
 
 
 def carries_output(choice: dict[str, Any]) -> bool:

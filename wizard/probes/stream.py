@@ -422,6 +422,14 @@ async def measure_stream(
     if sample.error_kind is None and not sample.saw_done:
         sample.error_kind = "truncated"
         sample.error = "stream ended without [DONE] (body cut short)"
+    elif sample.error_kind is None and sample.malformed_events:
+        # Events that are no completion chunk make the response no valid completion: its
+        # tokens and times cannot be trusted, and LoadGen must not count it as answered.
+        sample.error_kind = "malformed"
+        sample.error = (
+            f"{url} sent {sample.malformed_events} event(s) that are no completion chunk; "
+            f"the first: {parser.first_malformed}"
+        )
     return sample
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from wizard.numbers import parse_int
+
 ENGINE_LINE, VERSION, MARK = 3, 2, 1  # how much a source weighs; a stronger one overrides
 VERSION_TEXT = re.compile(
     r"(?:server version|█\s+version|LLM engine \(v)\s*v?(?P<major>\d+)\.(?P<minor>\d+)"
@@ -56,7 +58,10 @@ def version_mark(line: str) -> tuple[str, str] | None:
     match = VERSION_TEXT.search(line)
     if match is None:
         return None
-    major, minor = int(match.group("major")), int(match.group("minor"))
+    # A version of thousands of digits is no release (and past int()'s limit).
+    major, minor = parse_int(match.group("major")), parse_int(match.group("minor"))
+    if major is None or minor is None:
+        return None
     generation = generation_of_version(major, minor)
     return None if generation is None else (generation, f"version {major}.{minor}")
 
