@@ -62,7 +62,10 @@ def test_server_schedule_is_identical_for_the_same_seed(
     count = min(len(g) for g in gaps)
     assert count >= 25
     differences = [abs(a - b) for a, b in zip(gaps[0][:count], gaps[1][:count], strict=True)]
-    assert statistics.median(differences) < 2.0  # same arrivals, to scheduling noise
+    # Same arrivals, to scheduling noise: judged against the gaps' own scale, not in milliseconds
+    # (2 ms failed at load 8). Two independent Poisson schedules differ by ~0.7 of the mean gap
+    # at the median (|X - Y| of two exponentials is exponential), the same seed by far less.
+    assert statistics.median(differences) < 0.2 * statistics.mean(gaps[0])
     # Realised arrivals look Poisson: coefficient of variation of the gaps near 1.
     cv = statistics.pstdev(gaps[0]) / statistics.mean(gaps[0])
     assert 0.6 < cv < 1.6
