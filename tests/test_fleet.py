@@ -3,7 +3,8 @@
 One Prometheus (1 s scrapes) watches two jobs: ``faulty`` (one ``queue-saturation`` replica among
 two healthy ones) and ``healthy`` (the same two healthy replicas, scraped again under a job of
 their own: three simulators are all two cores carry without starving one of them). Every replica gets the same closed-loop
-load for a few seconds; then the wizard reads the window through Prometheus' HTTP API.
+load for a few seconds; then the wizard reads the window through Prometheus' HTTP API. A second
+kind of fault (a replica that preempts) gets a Prometheus and three simulators of its own.
 """
 
 from __future__ import annotations
@@ -45,8 +46,11 @@ class Fleet:
         return sim.url.split("://", 1)[1]
 
 
-async def _drive(urls: list[str], duration_s: float) -> None:
-    """The same closed loop on every replica: STREAMS_PER_REPLICA requests in flight each."""
+async def _drive(
+    urls: list[str], duration_s: float, max_tokens: int = 32, distinct: bool = False
+) -> None:
+    """The same closed loop on every replica: STREAMS_PER_REPLICA requests in flight each
+    (``distinct``: each prompt starts with a word of its own, so no prefix cache shares them)."""
     async with httpx.AsyncClient(timeout=30) as client:
         models = {
             url: (await client.get(url + "/v1/models")).json()["data"][0]["id"] for url in urls
@@ -57,12 +61,14 @@ async def _drive(urls: list[str], duration_s: float) -> None:
             body = {
                 "model": models[url],
                 "prompt": "word " * 100,
-                "max_tokens": 32,
+                "max_tokens": max_tokens,
                 "ignore_eos": True,
             }
-            for _ in range(200):  # bounded in count as well as in time
+            for index in range(200):  # bounded in count as well as in time
                 if time.monotonic() >= stop_at:
                     return
+                if distinct:
+                    body["prompt"] = f"w{id(body)}x{index} " + "word " * 100
                 (await client.post(url + "/v1/completions", json=body)).raise_for_status()
 
         await asyncio.gather(*(worker(url) for url in urls for _ in range(STREAMS_PER_REPLICA)))
@@ -92,8 +98,12 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
 
 
 def probe_fleet(fleet: Fleet, *args: str) -> tuple[int, dict[str, Any]]:
+    return probe_fleet_at(fleet.prometheus.url, *args)
+
+
+def probe_fleet_at(prometheus_url: str, *args: str) -> tuple[int, dict[str, Any]]:
     result = subprocess.run(
-        wizard_command("probe", "fleet", "--prometheus", fleet.prometheus.url, "--window", WINDOW,
+        wizard_command("probe", "fleet", "--prometheus", prometheus_url, "--window", WINDOW,
                        "--json", *args),
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -264,3 +274,50 @@ def test_replicas_from_prometheus_targets_are_measured_directly(fleet: Fleet) ->
     )
     assert report["balancer_round"] is None  # no --via: the replicas only
     assert report["slow"] == [fleet.faulty.url] and report["causes"] == ["queue_saturation"]
+
+
+def test_a_preempting_replica_is_named_with_its_own_cause(tmp_path: Path) -> None:
+    """A second kind of fault through the same real Prometheus: one ``kv-pressure`` replica (a KV
+    cache of ~1,800 tokens) preempts under the closed loop of 100+200-token requests that its two
+    healthy peers serve without preempting; the fleet names it, with preemption (not queueing) as
+    its cause."""
+    require_prometheus()
+    sims: list[SimProcess] = []
+    prometheus = None
+    try:
+        sims.append(start_sim(tmp_path, "--scenario", "kv-pressure"))
+        sims.extend(start_sim(tmp_path) for _ in range(2))
+        instances = [Fleet.instance(s) for s in sims]
+        prometheus = start_prometheus(tmp_path / "prometheus", {"kv": instances})
+        prometheus.wait_scraped(set(instances))
+        # Long answers and prompts of their own: a request's KV cache grows after it was
+        # admitted and is shared with no other, as in the scenario.
+        asyncio.run(_drive([s.url for s in sims], LOAD_S, max_tokens=200, distinct=True))
+        time.sleep(2.5)  # two more scrapes: the last requests' counters are in Prometheus
+        code, report = probe_fleet_at(prometheus.url, "--job", "kv")
+    finally:
+        if prometheus is not None:
+            prometheus.stop()
+        for sim in sims:
+            sim.stop()
+    assert code == 1
+    assert report["differing"] == [instances[0]]
+    assert report["look_at"]["instance"] == instances[0]
+    assert report["look_at"]["causes"] == ["kv_cache_preemption"], [
+        (
+            r["instance"],
+            r["preemptions"],
+            r["kv_peak"],
+            r["waiting_max"],
+            r["running_avg"],
+            r["requests"],
+            r["differs"],
+            r["causes"],
+        )
+        for r in report["replicas"]
+    ]
+    by_instance = {r["instance"]: r for r in report["replicas"]}
+    assert by_instance[instances[0]]["preemptions"] > 0
+    for instance in instances[1:]:
+        assert by_instance[instance]["preemptions"] == 0
+        assert by_instance[instance]["differs"] == [] and by_instance[instance]["causes"] == []
