@@ -61,6 +61,41 @@ def test_killed_session_resumes_to_a_valid_complete_transcript(
     assert again.returncode == 2 and "is a completed session" in again.stderr
 
 
+def test_a_kill_at_any_line_leaves_a_prefix_that_verifies_and_restores(
+    healthy_sim: SimProcess, tmp_path: Path
+) -> None:
+    """kill -9 at every line of a whole walk, not only at the three above: each event is one write
+    of one line, so a kill leaves either every line up to some event (which verifies and restores
+    the walk's state, at a node of the playbook) or a torn last line (which --salvage cuts back to
+    the same). The three kills above then show the walk really continuing from such a prefix."""
+    from wizard import playbook as playbook_module
+    from wizard.engine import END, Session, restore
+    from wizard.probes.runner import ProbeContext
+
+    path = tmp_path / "whole.ndjson"
+    answers = answers_file(tmp_path)
+    result = subprocess.run(
+        wizard_command("run", "--target", healthy_sim.url, "--answers", str(answers),
+                       "--transcript", str(path)),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert_walk_exit(result, path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    book = playbook_module.load()
+    cut = tmp_path / "cut.ndjson"
+    for count in range(1, len(lines)):
+        cut.write_bytes(b"".join(lines[:count]))
+        partial = transcript.load(cut)
+        assert not partial.complete and len(partial.events) == count - 1
+        session = Session(book, ProbeContext(target=healthy_sim.url), None, None)
+        at = restore(session, partial.events)
+        assert at == END or at in book.graph, (count, at)
+        # The same kill in the middle of writing the next line: salvage keeps this prefix.
+        cut.write_bytes(b"".join(lines[:count]) + lines[count][: len(lines[count]) // 2])
+        salvaged = transcript.load(cut, salvage=True)
+        assert salvaged.lost is not None and len(salvaged.events) == count - 1
+
+
 def test_ctrl_c_keeps_the_transcript_and_says_how_to_resume(
     healthy_sim: SimProcess, tmp_path: Path
 ) -> None:
