@@ -159,6 +159,11 @@ def test_replay_and_export_of_a_forged_transcript_say_what_they_cannot_show(
         ({"type": "probe_result", "data": {"probe": "measure", "as": "direct", "error": None,
                                            "facts": {"steady": {"ttft_p50": "fast"}}}},
          "data.facts.steady.ttft_p50 is a str"),
+        # Found by the long fuzz run: KeyError 'severity.' in the summary's words.
+        ({"type": "finding", "data": {"code": "LAT001", "cause": "proxy_buffering", "severity": "",
+                                      "title": "t", "evidence": "e", "advice": "a",
+                                      "change": None, "docs": []}},
+         "data.severity is '', not one of info, warn, fail"),
     ],
 )  # fmt: skip
 def test_an_event_that_does_not_fit_is_one_line(event: dict[str, Any], note: str) -> None:
@@ -166,3 +171,15 @@ def test_an_event_that_does_not_fit_is_one_line(event: dict[str, Any], note: str
 
     shown = rendered(render_event({"seq": 9, "t": "x", "node": None, **event}, replay=True))
     assert shown.strip() == f"event 9 ({event['type']}) not shown: {note}"
+
+
+def test_a_finding_of_no_known_severity_is_left_out_of_the_summary(tmp_path: Path) -> None:
+    # The long fuzz run (seed 3012): an edited finding's severity "" ended export in KeyError.
+    from wizard import report, transcript
+
+    header, events = copy.deepcopy(SEEDS[0])
+    finding = next(e for e in events if e["type"] == "finding")
+    finding["data"]["severity"] = ""
+    loaded = transcript.load(write_rechained(tmp_path / "edited.ndjson", header, events))
+    built = report.build(loaded, "en")
+    assert any("not one of info, warn, fail" in line for line in built["unreadable_events"])

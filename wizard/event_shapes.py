@@ -8,7 +8,8 @@ what is wrong with it, and the summary leaves it out (and says so), instead of f
 
 The shape language: a type (``str``; ``NUMBER`` is an int or float, never a bool), ``ANY``,
 ``TEXT`` (a string or an ``{en, zh}`` mapping), ``Opt(shape)`` (also None), ``[shape]`` (a list
-of it), ``Each(shape)`` (a mapping of anything to it), and a dict of keys to shapes (a key ending
+of it), ``Each(shape)`` (a mapping of anything to it), ``OneOf(values)`` (a closed vocabulary's
+word, such as a severity), and a dict of keys to shapes (a key ending
 in ``?`` may be absent).
 """
 
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from wizard.vocabulary import SEVERITIES
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,13 @@ class Each:
     """A mapping whose every value has the shape."""
 
     shape: Any
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """One of a closed vocabulary's values (the renderers look their words up by it)."""
+
+    values: tuple[str, ...]
 
 
 ANY = object()
@@ -91,7 +101,7 @@ SHAPES: dict[str, Any] = {
     "finding": {
         "code": str,
         "cause": str,
-        "severity": str,
+        "severity": OneOf(SEVERITIES),
         "title": TEXT,
         "evidence": str,
         "advice": TEXT,
@@ -154,6 +164,10 @@ def _mismatch(value: Any, shape: Any, where: str) -> str | None:
         return None
     if isinstance(shape, Opt):
         return None if value is None else _mismatch(value, shape.shape, where)
+    if isinstance(shape, OneOf):
+        if value in shape.values and isinstance(value, str):
+            return None
+        return f"{where} is {str(value)[:40]!r}, not one of {', '.join(shape.values)}"
     if isinstance(shape, dict):
         if not isinstance(value, dict):
             return f"{where} is {_kind(value)}, not a mapping"
