@@ -353,7 +353,7 @@ def _comparison(data: dict[str, Any], lang: str = "en") -> Table:
         if row.get("expected"):
             verdict = say("cmp.expected", lang)
         elif row["verdict"] == "within noise" and row.get("noise_band") is not None:
-            verdict = paren(verdict, say("noise_band", lang, band=f"{row['noise_band']:.0%}"), lang)
+            verdict = paren(verdict, f"±{row['noise_band']:.0%}", lang)
         style = (
             VERDICT_STYLE["expected"]
             if row.get("expected")

@@ -206,6 +206,17 @@ WORDS: dict[str, dict[str, str]] = {
     "host.elsewhere": {"en": "vLLM runs on another machine ({target}); {hint}", "zh": "vLLM 在另一台机器上运行（{target}）；{hint}"},
     "host.cpu_backend": {"en": "vLLM runs on this machine without a GPU (its CPU backend): the engine's busy loop and the measuring client share these cores",
                          "zh": "vLLM 在本机无 GPU 运行（CPU 后端）：引擎的忙循环与测量客户端共用这些核心"},
+    # the operator's prompts (operator.InteractiveOperator.decide)
+    "decide.prompt": {"en": "{code}: apply `{apply}` ({layer} {parameter})?",
+                      "zh": "{code}：应用 `{apply}`（{layer} {parameter}）吗？"},
+    "decide.for_me": {"en": "apply it for me", "zh": "替我应用"},
+    "decide.skip": {"en": "not applied (skip)", "zh": "不应用（跳过）"},
+    "decide.by_hand": {"en": "I applied it myself", "zh": "我已自行应用"},
+    "decide.which": {"en": "Which ONE parameter did you change?", "zh": "你改了哪一个参数（只能一个）？"},
+    "decide.before": {"en": "Its value before:", "zh": "之前的值："},
+    "decide.after": {"en": "Its value now:", "zh": "现在的值："},
+    "decide.restarted": {"en": "Did the server restart (the next requests are cold)?",
+                         "zh": "服务重启了吗（接下来的请求是冷启动）？"},
     # the walk in the terminal (live, replay): render_events
     "walk.not_asked_earlier": {"en": "  {id} = {value}  (answered earlier; not asked)",
                                "zh": "  {id} = {value}（之前已回答；不再询问）"},
