@@ -1,4 +1,9 @@
-"""The incident summary's words in English and Chinese, and numbers written for people.
+"""Every word a user sees, in English and Chinese (the walk in the terminal, the operator's
+prompts, the summaries), and numbers written for people.
+
+What the walk records (a note, a finding's evidence, the client's and the host's notes) keeps its
+English text and, beside it, the same in every language (``texts``): a replay or export in either
+language shows it without a second table.
 
 A summary is read under pressure and pasted into tickets: every number carries its unit, a
 fraction is a percentage, an unknown value says so (never ``None``), and a verdict is a phrase
