@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -310,16 +312,49 @@ def test_one_change_guard_accepts_one(parameter: str, after: str) -> None:
     assert more_than_one_change(parameter, after) is None
 
 
+# An English sentence: three or more English words in a row (lower case, the first may be
+# capitalised), once code (backticks, code blocks, HTML code/pre/style), URLs, paths, flags and
+# snake_case ids are taken out. Names (MLPerf LoadGen, TTFT p50) and pairs (API server) are not.
+ENGLISH_RUN = re.compile(
+    r"(?<![\w./-])[A-Za-z]?[a-z]+(?:'[a-z]+)?(?:[ ,]+[a-z]{2,}(?:'[a-z]+)?){2,}(?![\w./-])"
+)
+
+
+def english_sentences(text: str, html: bool = False) -> list[str]:
+    if html:
+        text = re.sub(r"<(style|code|pre)\b.*?</\1>", " ", text, flags=re.S)
+        text = unescape(re.sub(r"<[^>]+>", "\n", text))
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    text = re.sub(r"`[^`]*`", " ", text)  # a wrapped terminal line may split a code span
+    text = re.sub(r"\S*(?:https?://|/|_|--|\.\w)\S*", " ", text)
+    return [match.group(0) for match in ENGLISH_RUN.finditer(text)]
+
+
+def test_english_sentences_are_found() -> None:
+    assert english_sentences("说明：LAT020：变更未应用（skipped by the answers file）") == [
+        "skipped by the answers file"
+    ]
+    assert english_sentences("<p>变更 <code>change not applied</code> 已拒绝</p>", html=True) == []
+    assert (
+        english_sentences("MLPerf LoadGen SingleStream，API server，`no NVIDIA driver here`") == []
+    )
+
+
 def test_chinese_walk(sim_factory: SimFactory, tmp_path: Path) -> None:
+    """Issue #13 item 5: a walk in zh and its md, html and text summaries say no English sentence."""
     sim = sim_factory("--scenario", "no-chat-template")
     result, path = walk(tmp_path, "--target", sim.url, "--lang", "zh", answers=QUICK)
     assert_walk_exit(result, path)
     assert "基本规则" in result.stdout and "模型没有 chat template" in result.stdout
+    assert "诊断完成" in result.stdout and "PASS baseline：未发现原因" in result.stdout
+    assert english_sentences(result.stdout) == []
     assert transcript.load(path).header["lang"] == "zh"
-    summary = subprocess.run(
-        wizard_command("export", str(path)), capture_output=True, text=True, timeout=60
-    )
-    assert "模型没有 chat template" in summary.stdout
+    for fmt in ("md", "html", "text"):
+        summary = subprocess.run(wizard_command("export", str(path), "--format", fmt),
+                                 capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert summary.returncode == 0, summary.stderr
+        assert "模型没有 chat template" in summary.stdout
+        assert english_sentences(summary.stdout, html=fmt == "html") == [], fmt
 
 
 def test_evidence_arguments_that_are_wrong_fail_in_one_line(

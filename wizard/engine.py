@@ -25,7 +25,7 @@ from wizard.operator import Decision, Operator, coerce
 from wizard.playbook import END, Finding, Node, Playbook, ProbeCall
 from wizard.probes.runner import ProbeContext, run_probe
 from wizard.transcript import TranscriptWriter
-from wizard.words import percent
+from wizard.words import percent, recorded, texts
 from wizard.workload import Workload
 
 COMPARED_SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms")
@@ -39,6 +39,23 @@ MEASUREMENT_CAUSES = frozenset({"client_saturated"})
 def visited_key(node_id: str) -> str:
     """Node ids contain dots, fact paths split on them: ``nginx.buffering`` -> ``nginx_buffering``."""
     return node_id.replace(".", "_")
+
+
+def evidence_fields(
+    key: str, templates: dict[str, str], facts: dict[str, Any], answers: dict[str, Any]
+) -> dict[str, Any]:
+    """The event's English ``key`` and, when the playbook translates it, ``{key}_texts`` by language."""
+    rendered = {lang: render_evidence(text, facts, answers) for lang, text in templates.items()}
+    fields: dict[str, Any] = {key: rendered.get("en", "")}
+    if len(rendered) > 1:
+        fields[f"{key}_texts"] = rendered
+    return fields
+
+
+def note(session: Session, node_id: str, key: str, **values: Any) -> None:
+    """A note of the walk: its English text, and the same in every language the wording has."""
+    said = texts(key, **values)
+    session.record("note", node_id, {"text": said["en"], "texts": said})
 
 
 def render_evidence(template: str, facts: dict[str, Any], answers: dict[str, Any]) -> str:
@@ -269,11 +286,7 @@ async def _visit(session: Session, node: Node) -> str:
         session.record("answer", node.id, answer)
     for call in node.probes:
         if not conditions.evaluate(call.when, session.facts, session.answers):
-            session.record(
-                "note",
-                node.id,
-                {"text": f"probe {call.name} skipped (its condition does not hold)"},
-            )
+            note(session, node.id, "note.skipped", probe=call.name)
             continue
         await _probe(session, node, call)
     for rule in node.rules:
@@ -304,10 +317,7 @@ async def _sweep(session: Session) -> None:
                 continue
             if conditions.evaluate(rule.when, session.facts, session.answers):
                 raised.add(rule.finding)
-                session.record("note", other.id, {"text": (
-                    f"{rule.finding} found on the closing sweep: its evidence came after "
-                    f"{other.id} ran (or that step was not on this walk's route)"
-                )})  # fmt: skip
+                note(session, other.id, "note.sweep", code=rule.finding, node=other.id)
                 await _finding(session, other, session.playbook.findings[rule.finding])
 
 
@@ -370,15 +380,11 @@ def _side_by_side(session: Session, node: Node, before_as: str, after_as: str) -
     missing = [as_ for as_, run in ((before_as, before), (after_as, after))
                if not any((run.get("values") or {}).values())]  # fmt: skip
     if missing:
-        session.record("note", node.id, {"text": (
-            f"{after_as} is not set beside {before_as}: {' and '.join(missing)} measured no "
-            "latency evidence (not run, failed queries, or Offline)"
-        )})  # fmt: skip
+        note(session, node.id, "note.no_side_by_side", after=after_as, before=before_as,
+             missing=" and ".join(missing))  # fmt: skip
         return
     if before.get("fingerprint") != after.get("fingerprint"):
-        session.record("note", node.id, {"text": (
-            f"{after_as} is not set beside {before_as}: they ran under different specs"
-        )})  # fmt: skip
+        note(session, node.id, "note.other_specs", after=after_as, before=before_as)
         return
     rounds = [{"as": as_, "round": as_, "fingerprint": run["fingerprint"],
                "spec": run["measured_spec"], "values": run["values"]}
@@ -405,7 +411,7 @@ async def _finding(session: Session, node: Node, finding: Finding) -> None:
     data = {
         "code": finding.code, "cause": finding.cause, "severity": finding.severity,
         "title": finding.title, "advice": finding.advice,
-        "evidence": render_evidence(finding.evidence, session.facts, session.answers),
+        **evidence_fields("evidence", finding.evidence, session.facts, session.answers),
         "change": finding.change, "docs": list(finding.docs),
     }  # fmt: skip
     session.findings.append(data)
@@ -414,7 +420,7 @@ async def _finding(session: Session, node: Node, finding: Finding) -> None:
         return
     unusable = changes.unusable(finding.change)
     if unusable:
-        session.record("note", node.id, {"text": f"{finding.code}: no value to apply ({unusable})"})
+        note(session, node.id, "note.no_value", code=finding.code, why=unusable)
         if finding.change.get("not_applicable") or finding.change.get("layer") == "measurement":
             return
         # No value computed (the server's current one is unknown): the change still says what
@@ -429,15 +435,17 @@ async def _finding(session: Session, node: Node, finding: Finding) -> None:
     else:
         decision = await session.operator.decide(finding, session.lang)
     if not decision.applied:
-        session.record(
-            "note", node.id, {"text": f"{finding.code}: change not applied ({decision.note})"}
+        note(
+            session,
+            node.id,
+            "note.not_applied",
+            code=finding.code,
+            why=recorded("decision", decision.note),
         )
         return
     several = changes.more_than_one_change(decision.parameter, decision.after)
     if several:
-        session.record("note", node.id, {"text": (
-            f"refused: {several}; one change per round (P0.2), so its effect can be attributed"
-        )})  # fmt: skip
+        note(session, node.id, "note.refused", why=several)
         return
     change = {"code": finding.code, "layer": decision.layer, "parameter": decision.parameter,
               "before": decision.before, "after": decision.after, "note": decision.note,
@@ -469,9 +477,7 @@ async def _remeasure(session: Session, node: Node, finding: Finding, restarted: 
     """Repeat the measurement the finding rests on with the same spec; judge by its evidence."""
     call = _round_to_repeat(session, node, finding)
     if call is None:
-        session.record(
-            "note", node.id, {"text": "nothing measured yet to repeat after this change"}
-        )
+        note(session, node.id, "note.nothing_to_repeat")
         return
     target_as = call.as_
     if restarted:
@@ -489,7 +495,7 @@ async def _remeasure(session: Session, node: Node, finding: Finding, restarted: 
         return
     _evidence_verdict(session, node, finding, round_label)
     if not previous:
-        session.record("note", node.id, {"text": f"no earlier {target_as} round to compare with"})
+        note(session, node.id, "note.no_earlier", round=target_as)
         return
     after = [session.measurements[-1]]
     states = [_state_of(session, previous[0])]
@@ -499,11 +505,7 @@ async def _remeasure(session: Session, node: Node, finding: Finding, restarted: 
         if not _inconclusive(session, states, after):
             break
         label = f"{target_as}#{len(previous) + 2 + repeat}"
-        session.record("note", node.id, {"text": (
-            f"a verdict is inconclusive after {len(after)} round{'s' if len(after) > 1 else ''}: "
-            f"measuring {target_as} again ({label}) "
-            "to narrow its interval"
-        )})  # fmt: skip
+        note(session, node.id, "note.inconclusive", n=len(after), round=target_as, label=label)
         if "error" in await _probe(session, node, call, label):
             break
         after.append(session.measurements[-1])
@@ -570,7 +572,7 @@ def _evidence_verdict(session: Session, node: Node, finding: Finding, round_labe
     data = {
         "code": finding.code, "cause": finding.cause, "round": round_label,
         "verdict": "cause gone" if gone else "cause still there",
-        "evidence": render_evidence(finding.gone_evidence, session.facts, session.answers),
+        **evidence_fields("evidence", finding.gone_evidence, session.facts, session.answers),
     }  # fmt: skip
     session.verdicts.append(data)
     session.record("verdict", node.id, data)
@@ -628,7 +630,7 @@ def _compare(
         # Refuse first if the specs differ (P0.2): the rounds of one state share one spec.
         check_comparable(_spec(before[0]), _spec(after[0]))
     except IncomparableError as exc:
-        session.record("note", node.id, {"text": f"not compared with the {against}: {exc}"})
+        note(session, node.id, "note.not_compared", against=against, why=exc)
         return
     results = compare_rounds([m["values"] for m in before], [m["values"] for m in after],
                              COMPARED_SEGMENTS, session.facts.get("noise"))  # fmt: skip

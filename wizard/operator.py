@@ -22,6 +22,7 @@ import yaml
 from wizard.errors import UsageError
 from wizard.numbers import MAX_DIGITS, parse_float
 from wizard.playbook import Finding, Playbook, Question
+from wizard.words import say
 
 
 @dataclass(frozen=True)
@@ -234,29 +235,28 @@ class InteractiveOperator:
             return Decision(applied=False, note="no change proposed")
         can_auto = self.applier is not None and self.applier.can_apply(change)
         # A change made by hand is recorded only on an explicit answer: Enter means not applied.
-        skip, by_hand = "not applied (skip)", "I applied it myself"
-        choices = ["apply it for me", skip, by_hand] if can_auto else [skip, by_hand]
-        prompt = (
-            f"{finding.code}: apply `{change['apply']}` ({change['layer']} {change['parameter']})?"
-        )
+        skip, by_hand, for_me = (say(f"decide.{k}", lang) for k in ("skip", "by_hand", "for_me"))
+        choices = [for_me, skip, by_hand] if can_auto else [skip, by_hand]
+        prompt = say("decide.prompt", lang, code=finding.code, apply=change["apply"], layer=change["layer"],
+                     parameter=change["parameter"])  # fmt: skip
         action = await questionary.select(
             prompt, choices=choices, default=choices[0]
         ).unsafe_ask_async()
         if action == skip:
             return Decision(applied=False, note="skipped by the operator")
-        if action == "apply it for me" and self.applier is not None:
+        if action == for_me and self.applier is not None:
             return await asyncio.to_thread(self.applier.apply, change)
         parameter = await questionary.text(
-            "Which ONE parameter did you change?", default=str(change["parameter"])
+            say("decide.which", lang), default=str(change["parameter"])
         ).unsafe_ask_async()
         before = await questionary.text(
-            "Its value before:", default=_text(change.get("before"))
+            say("decide.before", lang), default=_text(change.get("before"))
         ).unsafe_ask_async()
         after = await questionary.text(
-            "Its value now:", default=_text(change.get("after"))
+            say("decide.after", lang), default=_text(change.get("after"))
         ).unsafe_ask_async()
         restarted = await questionary.confirm(
-            "Did the server restart (the next requests are cold)?",
+            say("decide.restarted", lang),
             default=change["layer"] == "vllm",
         ).unsafe_ask_async()
         return Decision(applied=True, layer=str(change["layer"]), parameter=parameter, before=before,

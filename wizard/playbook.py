@@ -91,14 +91,14 @@ class Finding:
     severity: str
     title: Text
     advice: Text
-    evidence: str
+    evidence: Text  # English always; a zh text where the playbook gives one
     change: dict[str, Any] | None
     docs: tuple[str, ...]
     remeasure: str | None = None  # which measurement (a probe's `as`) to repeat after the change
     # How to tell, from the cause's own evidence in the repeated round, that it is gone; and the
     # segments the finding predicts will look worse after the fix (a trade-off, not a regression).
     gone: Any = None
-    gone_evidence: str = ""
+    gone_evidence: Text = field(default_factory=dict)
     expected_worse: tuple[str, ...] = ()
     acts_on: tuple[str, ...] = ()  # procedure items this finding's rule carries out
 
@@ -225,6 +225,13 @@ def _text(value: Any, where: Path_, errors: _Collector, name: str) -> Text:
         if not isinstance(value.get(language), str) or not value[language].strip():
             errors.add(where, f"{name} is missing its '{language}' text")
     return {k: str(v) for k, v in value.items()}
+
+
+def _template(value: Any) -> Text:
+    """An evidence template: one English string, or its ``en`` and ``zh`` texts."""
+    if isinstance(value, dict):
+        return {str(k): str(v) for k, v in value.items()}
+    return {"en": str(value)} if value else {}
 
 
 def _condition(value: Any, where: Path_, errors: _Collector) -> Any:
@@ -371,11 +378,11 @@ def _finding(code: str, body: Any, where: Path_, errors: _Collector) -> Finding 
         code=code, cause=str(cause), severity=str(severity),
         title=_text(body.get("title"), (*where, "title"), errors, f"finding {code} title"),
         advice=_text(body.get("advice"), (*where, "advice"), errors, f"finding {code} advice"),
-        evidence=str(body.get("evidence", "")), change=change if isinstance(change, dict) else None,
+        evidence=_template(body.get("evidence", "")), change=change if isinstance(change, dict) else None,
         docs=tuple(str(d) for d in docs),
         remeasure=str(body["remeasure"]) if body.get("remeasure") else None,
         gone=_condition(body["gone"], (*where, "gone"), errors) if "gone" in body else None,
-        gone_evidence=str(body.get("gone_evidence", "")),
+        gone_evidence=_template(body.get("gone_evidence", "")),
         expected_worse=tuple(str(s) for s in body.get("expected_worse", []) or []),
         acts_on=_items(body.get("acts_on", []), (*where, "acts_on"), errors),
     )  # fmt: skip

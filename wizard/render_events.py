@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.event_shapes import problem, unreadable_note
+from wizard.words import WORDS, joined, paren, say, verdict_word
 
 SEVERITY_STYLE = {"info": "cyan", "warn": "yellow", "fail": "bold red"}
 VERDICT_STYLE = {
@@ -52,116 +53,122 @@ def render_event(
             Text(pick(data["explain"], lang), style="dim"),
         )
     if kind == "question":
-        source = f" from the evidence ({data['default_from']})" if data.get("default_from") else ""
+        source = (
+            say("walk.default_from", lang, source=data["default_from"])
+            if data.get("default_from")
+            else ""
+        )
         if data.get("asked") is False:  # the evidence answered it: its answer line says so
             return None
         if replay:
-            return Text(f"? {pick(data['text'], lang)}  [default: {data['default']}{source}]")
+            return Text(say("walk.replay_question", lang, text=pick(data["text"], lang),
+                            default=data["default"], source=source))  # fmt: skip
         if source:  # the prompt shows the default; say where it came from
-            return Text(f"  {data['id']}: default {data['default']}{source}", style="dim")
+            return Text(say("walk.question_default", lang, id=data["id"], default=data["default"],
+                            source=source), style="dim")  # fmt: skip
     if kind == "answer":
         if data.get("from_evidence"):
             source = data["from_evidence"]
-            where = (
-                "answered earlier"
-                if source.startswith("answers.")
-                else f"from the evidence: {source}"
+            key = "walk.not_asked_earlier" if source.startswith("answers.") else "walk.not_asked"
+            return Text(
+                say(key, lang, id=data["id"], value=data["value"], source=source), style="cyan"
             )
-            return Text(f"  {data['id']} = {data['value']}  ({where}; not asked)", style="cyan")
         return Text(f"  {data['id']} = {data['value']}", style="cyan")
     if kind == "node_exit":
         done = data.get("stage_done")
         if done and done["passed"]:
-            info = f" (for information: {', '.join(done['findings'])})" if done["findings"] else ""
-            return Text(f"PASS {done['stage']}: no cause found{info}", style="bold green")
+            info = (say("walk.pass_info", lang, codes=", ".join(done["findings"]))
+                    if done["findings"] else "")  # fmt: skip
+            return Text(say("walk.pass", lang, stage=done["stage"], info=info), style="bold green")
         return None
     if kind == "probe_result":
-        return _probe(data)
+        return _probe(data, lang)
     if kind == "finding":
         return _finding(data, lang)
     if kind == "change":
-        return Text(
-            f"change ({data['layer']}): {data['parameter']}: {data['before']} -> {data['after']}"
-            f"{'  [server restarted]' if data.get('restarted') else ''}",
-            style="bold magenta",
-        )
+        restarted = say("walk.restarted", lang) if data.get("restarted") else ""
+        return Text(say("walk.change", lang, layer=data["layer"], parameter=data["parameter"],
+                        before=data["before"], after=data["after"], restarted=restarted),
+                    style="bold magenta")  # fmt: skip
     if kind == "comparison":
-        return _comparison(data)
+        return _comparison(data, lang)
     if kind == "verdict":
         gone = data["verdict"] == "cause gone"
         return Text(
-            f"{data['code']} {data['verdict']} in {data['round']}: {data['evidence']}",
+            say("cause_verdict", lang, code=data["code"], verdict=verdict_word(data["verdict"], lang),
+                round=data["round"], evidence=pick(data.get("evidence_texts") or data["evidence"], lang)),
             style="bold green" if gone else "bold red",
-        )
+        )  # fmt: skip
     if kind == "resume":
         server = data.get("server") or {}
-        return Text(
-            f"resumed at {data['at']}: the server answers as {server.get('model')} "
-            f"(vLLM {server.get('version')}, max_model_len {server.get('max_model_len')})",
-            style="bold",
-        )
+        return Text(say("walk.resumed", lang, at=data["at"], model=server.get("model"),
+                        version=server.get("version"), max_model_len=server.get("max_model_len")),
+                    style="bold")  # fmt: skip
     if kind == "config_check":
         style = {"confirmed": "green", "not observable": "dim"}.get(data["verdict"], "bold red")
-        return Text(f"  server check: {data['text']}", style=style)
+        return Text(say("walk.server_check", lang, text=data["text"]), style=style)
     if kind == "noise":
         bands = ", ".join(f"{k} ±{v:.0%}" for k, v in data["bands"].items())
-        return Text(
-            f"  noise (A/A: {' vs '.join(data['rounds'])}): {bands or 'not measurable'}; "
-            "changes within these bands are reported as within noise",
-            style="dim",
-        )
+        return Text(say("walk.noise", lang, rounds=" vs ".join(data["rounds"]),
+                        bands=bands or say("walk.not_measurable", lang)), style="dim")  # fmt: skip
     if kind == "note":
-        return Text(f"  note: {data['text']}", style="dim")
+        return Text(
+            say("walk.note", lang, text=pick(data.get("texts") or data["text"], lang)), style="dim"
+        )
     if kind == "end":
-        codes = ", ".join(data["findings"]) or "none"
-        return Rule(f"walk complete: findings {codes}; {data['changes']} change(s)")
+        codes = ", ".join(data["findings"]) or say("walk.none", lang)
+        return Rule(say("walk.complete", lang, codes=codes, changes=data["changes"]))
     return None
 
 
-def _probe(data: dict[str, Any]) -> RenderableType:
+def _probe(data: dict[str, Any], lang: str) -> RenderableType:
     name, label, facts = data["probe"], data.get("round") or data["as"], data["facts"]
     if data["error"]:
-        return Text(f"  {name} ({label}): failed: {data['error']}", style="red")
+        return Text(
+            say("walk.probe_failed", lang, name=name, label=label, error=data["error"]), style="red"
+        )
     if name == "measure":
-        return measurement_table(facts, f"{label}: {facts['path']} {facts['url']}")
+        return measurement_table(facts, f"{label}: {facts['path']} {facts['url']}", lang)
     if name == "host":
-        return Text(_host_line(facts))
+        return Text(_host_line(facts, lang))
     if name == "vllm-log":
-        return Text(_log_line(facts))
+        return Text(_log_line(facts, lang))
     if name == "endpoints" and facts.get("reachable") is False:
         why = facts.get("error")  # absent in transcripts written before it was recorded
         return Text(
-            "  endpoints: the server does not answer"
-            + (f" ({why})" if isinstance(why, str) else ""),
+            say("walk.no_answer", lang) + (f" ({why})" if isinstance(why, str) else ""),
             style="red",
         )
     if name == "endpoints":
-        return Text(
-            f"  endpoints: model {facts.get('model')}, version {facts.get('version')}, auth {facts.get('auth')}, "
-            f"completions {'ok' if facts.get('completions_ok') else facts.get('completions_status')}, "
-            f"chat {'ok' if facts.get('chat_ok') else facts.get('chat_status')}"
-            + (f"; suffix {facts['suffix']}" if facts.get("suffix") else "")
-        )
+        return Text(say("walk.endpoints", lang, model=facts.get("model"), version=facts.get("version"),
+                        auth=facts.get("auth"),
+                        completions="ok" if facts.get("completions_ok") else facts.get("completions_status"),
+                        chat="ok" if facts.get("chat_ok") else facts.get("chat_status"),
+                        suffix=say("walk.suffix", lang, suffix=facts["suffix"]) if facts.get("suffix") else ""))  # fmt: skip
     if name == "nginx-config":
-        found = ", ".join(
-            f"{f['code']} at {f['file']}:{f['line']} ({f['directive']})" for f in facts["findings"]
-        )
+        found = ", ".join(say("walk.nginx_at", lang, code=f["code"], file=f["file"], line=f["line"],
+                              directive=f["directive"]) for f in facts["findings"])  # fmt: skip
         return Text(
-            f"  nginx config: {len(facts['locations'])} proxied location(s); {found or 'no static findings'}"
+            say(
+                "walk.nginx",
+                lang,
+                n=len(facts["locations"]),
+                found=found or say("walk.no_static", lang),
+            )
         )
     if name == "audit":
         flags = [k for k, v in facts.items() if v is True and k != "available"]
-        return Text(f"  audit: {facts.get('measurements')} measurement(s), {facts.get('changes')} change(s); "
-                    f"flags: {', '.join(flags) or 'none'}")  # fmt: skip
+        return Text(say("walk.audit", lang, measurements=facts.get("measurements"), changes=facts.get("changes"),
+                        flags=", ".join(flags) or say("walk.none", lang)))  # fmt: skip
     if name == "validate":
-        return _loadgen_line(facts)
+        return _loadgen_line(facts, lang)
     if name == "replicas":
-        return Text(_replicas_lines(facts))
+        return Text(_replicas_lines(facts, lang))
     shown = {k: v for k, v in facts.items() if not isinstance(v, dict | list)}
     return Text(f"  {name} ({label}): " + ", ".join(f"{k}={v}" for k, v in shown.items()))
 
 
-def loadgen_outcome(facts: dict[str, Any]) -> dict[str, Any]:
+def loadgen_outcome(facts: dict[str, Any], lang: str = "en") -> dict[str, Any]:
     """A LoadGen run's verdict (VALID, else INVALID/ERROR with the reasons) and its counts."""
     client = facts.get("client") or {}
     result = facts.get("result")
@@ -175,63 +182,69 @@ def loadgen_outcome(facts: dict[str, Any]) -> dict[str, Any]:
         and isinstance(succeeded, int)
         and succeeded < queries
     ):
-        reasons.insert(0, f"{queries - succeeded} of {queries} queries failed "
-                          f"(recorded as LoadGen's {result})")  # fmt: skip
+        reasons.insert(0, say("walk.queries_failed", lang, failed=queries - succeeded, queries=queries,
+                              result=result))  # fmt: skip
         result = "ERROR" if succeeded == 0 else "INVALID"
     return {"scenario": facts.get("scenario"), "result": result, "queries": queries,
             "succeeded": succeeded, "reasons": reasons,
             "early_stopping_p90_ms": (facts.get("loadgen") or {}).get("early_stopping_p90_ms")}  # fmt: skip
 
 
-def _loadgen_line(facts: dict[str, Any]) -> Text:
+def _loadgen_line(facts: dict[str, Any], lang: str) -> Text:
     """The LoadGen verdict: VALID with its counts, else INVALID/ERROR with the reasons."""
-    run = loadgen_outcome(facts)
+    run = loadgen_outcome(facts, lang)
     result = run["result"]
     if result == "VALID":
-        detail = f"{run['succeeded']} of {run['queries']} queries succeeded"
+        detail = say("loadgen_ok", lang, succeeded=run["succeeded"], queries=run["queries"])
         p90 = run["early_stopping_p90_ms"]
         if p90 is not None and facts.get("scenario") != "Offline":
-            detail += f", early-stopping p90 {p90:.1f} ms"
+            detail += say("walk.loadgen_p90", lang, p90=f"{p90:.1f}")
     else:
-        detail = "; ".join(run["reasons"]) or "no reason recorded"
+        detail = joined(run["reasons"], lang) or say("walk.no_reason", lang)
     if facts.get("scenario") == "Offline":
-        detail += "; throughput only, not latency evidence"
-    return Text(f"  LoadGen {facts.get('scenario')}: {result} ({detail})",
+        detail += say("walk.offline", lang)
+    return Text("  " + say("loadgen", lang, scenario=facts.get("scenario"), result=result, detail=detail),
                 style="" if result == "VALID" else "red")  # fmt: skip
 
 
-def busy_text(call: dict[str, Any]) -> str:
+def busy_text(call: dict[str, Any], lang: str = "en") -> str:
     """One line saying what a running probe is doing (the walk's transient status line)."""
     name, label, params = call["probe"], call["round"], call["params"]
     shape = (
-        "the incident's body"
+        say("busy.body", lang)
         if params.get("replay_body")
-        else f"{params.get('input_tokens')} + {params.get('max_tokens')} tokens"
+        else say(
+            "busy.tokens", lang, input=params.get("input_tokens"), output=params.get("max_tokens")
+        )
     )
-    via = f" via {params['endpoint']}" if params.get("endpoint") else ""
+    via = say("busy.via", lang, endpoint=params["endpoint"]) if params.get("endpoint") else ""
     if name == "measure":
-        return (f"measuring {label}: {params.get('concurrency')} streams, {params.get('requests')} requests "
-                f"of {shape}{via}")  # fmt: skip
+        return say("busy.measure", lang, label=label, streams=params.get("concurrency"),
+                   requests=params.get("requests"), shape=shape, via=via)  # fmt: skip
     if name == "validate":
-        return f"LoadGen {params.get('scenario')} run ({label}): {shape}{via}"
-    return f"probe {name} ({label})"
+        return say(
+            "busy.loadgen", lang, scenario=params.get("scenario"), label=label, shape=shape, via=via
+        )
+    return say("busy.probe", lang, name=name, label=label)
 
 
-def progress_text(call: dict[str, Any], progress: dict[str, Any]) -> str:
+def progress_text(call: dict[str, Any], progress: dict[str, Any], lang: str = "en") -> str:
     """The status line with a round's progress: n/N, elapsed, and about how long is left."""
     total = f"/{progress['total']}" if progress.get("total") else ""
-    failed = f", {progress['failed']} failed" if progress.get("failed") else ""
-    left = f", about {progress['eta_s']:.0f} s left" if progress.get("eta_s") is not None else ""
-    return (
-        f"{busy_text(call)}: {progress['done']}{total}{failed}, {progress['elapsed_s']:.0f} s{left}"
-    )
+    failed = say("busy.failed", lang, failed=progress["failed"]) if progress.get("failed") else ""
+    left = (say("busy.left", lang, eta=f"{progress['eta_s']:.0f}")
+            if progress.get("eta_s") is not None else "")  # fmt: skip
+    return say("busy.progress", lang, busy=busy_text(call, lang), done=progress["done"], total=total,
+               failed=failed, elapsed=f"{progress['elapsed_s']:.0f}", left=left)  # fmt: skip
 
 
-def _known(value: Any, unit: str = "") -> str:
-    return "unknown" if value is None or value == [] else f"{value}{unit}"
+def _known(value: Any, lang: str, unit_key: str = "") -> str:
+    if value is None or value == []:
+        return say("unknown", lang)
+    return say(unit_key, lang, n=value) if unit_key else str(value)
 
 
-def _replicas_lines(facts: dict[str, Any]) -> str:
+def _replicas_lines(facts: dict[str, Any], lang: str) -> str:
     """Each replica measured directly, the balancer's share, and what is wrong, one line each."""
     if not facts.get("available"):
         return f"  replicas: not measured ({facts.get('note', 'no replicas known')})"
@@ -241,8 +254,8 @@ def _replicas_lines(facts: dict[str, Any]) -> str:
         steady = replica.get("steady") or {}
         share = shares.get(replica.get("url"))
         lines.append(
-            f"    {replica.get('url')}: TTFT p50 {_known(steady.get('ttft_p50'), ' ms')}, TPOT p50 "
-            f"{_known(steady.get('tpot_p50'), ' ms')}"
+            f"    {replica.get('url')}: TTFT p50 {_known(steady.get('ttft_p50'), lang, 'ms')}, TPOT p50 "
+            f"{_known(steady.get('tpot_p50'), lang, 'ms')}"
             + (f", {share:.0%} of the balancer's requests" if share is not None else "")
             + (f"; slow: {replica['cause']} ({replica.get('why')})" if replica.get("cause") else "")
         )
@@ -251,53 +264,51 @@ def _replicas_lines(facts: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _host_line(facts: dict[str, Any]) -> str:
+def _host_line(facts: dict[str, Any], lang: str) -> str:
     names = ", ".join(sorted(set(facts.get("gpu_names") or [])))
-    line = (
-        f"  host ({facts['source']}): {_known(facts.get('physical_cores'))} physical cores, "
-        f"{_known(facts.get('gpus'))} GPU(s){f' ({names})' if names else ''}, interconnect {facts['interconnect']}, "
-        f"CUDA_VISIBLE_DEVICES {_known(facts.get('cuda_visible_devices'))}"
-    )
-    if facts.get("notes"):
-        line += f"\n    note: {facts['notes'][0]}"
+    source_key = f"host.source.{facts['source']}"
+    line = say("host.line", lang, source=say(source_key, lang) if source_key in WORDS else facts["source"],
+               cores=_known(facts.get("physical_cores"), lang), gpus=_known(facts.get("gpus"), lang),
+               names=paren("", names, lang) if names else "",
+               interconnect=_known(None if facts["interconnect"] == "unknown" else facts["interconnect"], lang),
+               visible=_known(facts.get("cuda_visible_devices"), lang))  # fmt: skip
+    notes = facts.get("notes_texts") or facts.get("notes")
+    if notes:
+        line += "\n  " + say("walk.note", lang, text=pick(notes[0], lang))
     return line
 
 
-def _log_line(facts: dict[str, Any]) -> str:
+def _log_line(facts: dict[str, Any], lang: str) -> str:
     if not facts.get("available"):
-        return "  vLLM log: none given (--vllm-log FILE adds start-up config, timings and errors)"
+        return say("log.none", lang)
     if facts.get("note"):
-        return f"  vLLM log {facts['file']}: {facts['note']}"
-    parts = [
-        f"engine {_known(facts.get('engine'))}",
-        f"TP {_known(facts.get('tensor_parallel_size'))} x PP {_known(facts.get('pipeline_parallel_size'))}",
-        f"max_model_len {_known(facts.get('max_model_len'))}",
-        f"max_num_batched_tokens {_known(facts.get('max_num_batched_tokens'))}",
-        f"KV cache {_known(facts.get('kv_cache_tokens'), ' tokens')}",
-        f"start-up {_known(facts.get('startup_s'), ' s')}",
-    ]
-    errors = ", ".join(f"{e['kind']} (line {e['line']})" for e in facts.get("errors", [])[:5])
+        return say("log.note", lang, file=facts["file"], note=facts["note"])
+    errors = ", ".join(say("log.error_at", lang, kind=e["kind"], line=e["line"])
+                       for e in facts.get("errors", [])[:5])  # fmt: skip
     where = (
         f" (replica {facts['replica']} of {facts['replica_count']})" if facts.get("replica") else ""
     )
-    line = (
-        f"  vLLM log {facts['file']}{where}: "
-        + ", ".join(parts)
-        + (f"; errors: {errors}" if errors else "")
-    )
+    line = say("log.line", lang, file=facts["file"] + where, engine=_known(facts.get("engine"), lang),
+               tp=_known(facts.get("tensor_parallel_size"), lang),
+               pp=_known(facts.get("pipeline_parallel_size"), lang),
+               max_model_len=_known(facts.get("max_model_len"), lang),
+               budget=_known(facts.get("max_num_batched_tokens"), lang),
+               kv=_known(facts.get("kv_cache_tokens"), lang, "tokens"),
+               startup=_known(facts.get("startup_s"), lang, "seconds"),
+               errors=say("log.errors", lang, errors=errors) if errors else "")  # fmt: skip
     for replica in facts.get("replicas", []):
-        kinds = ", ".join(replica["error_kinds"]) or "none"
+        kinds = ", ".join(replica["error_kinds"]) or say("walk.none", lang)
         line += (
-            f"\n    {replica['replica']}: vLLM {_known(replica.get('version'))}, max_num_seqs "
-            f"{_known(replica.get('max_num_seqs'))}, KV cache "
-            f"{_known(replica.get('kv_cache_tokens'), ' tokens')}, errors: {kinds}"
+            f"\n    {replica['replica']}: vLLM {_known(replica.get('version'), lang)}, max_num_seqs "
+            f"{_known(replica.get('max_num_seqs'), lang)}, KV cache "
+            f"{_known(replica.get('kv_cache_tokens'), lang, 'tokens')}, errors: {kinds}"
         )
     if facts.get("differing_text"):
         line += f"\n    differ between replicas: {facts['differing_text']}"
     return line
 
 
-def measurement_table(facts: dict[str, Any], title: str) -> Table:
+def measurement_table(facts: dict[str, Any], title: str, lang: str = "en") -> Table:
     """Steady (and cold) percentiles of a measure probe, with what the server saw."""
     table = Table(title=title, title_justify="left")
     table.add_column("")
@@ -306,28 +317,33 @@ def measurement_table(facts: dict[str, Any], title: str) -> Table:
     for label in ("steady", "cold"):
         row = facts.get(label)
         if row:
-            table.add_row(label, *(_ms(row[k]) for k in ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99",
+            table.add_row(say(label, lang), *(_ms(row[k]) for k in ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99",
                                                          "itl_p99", "e2e_p50")),
                           f"{row['succeeded']}/{row['requests']}")  # fmt: skip
     server = facts.get("server") or {}
     notes = []
     if server.get("available"):
         kv_peak = server["kv_usage_max"]
-        notes.append(f"server: waiting max {_count(server['waiting_max'])}, preemptions "
-                     f"{_count(server['preemptions'])}, KV peak "
-                     f"{'?' if kv_peak is None else f'{kv_peak:.1%}'}")  # fmt: skip
+        notes.append(say("table.server", lang, waiting=_count(server["waiting_max"]),
+                         preemptions=_count(server["preemptions"]),
+                         kv="?" if kv_peak is None else f"{kv_peak:.1%}"))  # fmt: skip
         if server.get("ttft_outside_engine_ms") is not None:
-            notes.append(f"TTFT outside the engine (proxy, network, API server) "
-                         f"{_ms(server['ttft_outside_engine_ms'])} ms")  # fmt: skip
+            notes.append(say("table.outside", lang, ms=_ms(server["ttft_outside_engine_ms"])))
     burst = facts.get("burst") or {}
     if burst.get("max_events_per_read", 0) > 1:
-        notes.append(f"up to {burst['max_events_per_read']} events per read")
+        notes.append(say("table.bursts", lang, n=burst["max_events_per_read"]))
     client = facts.get("client") or {}
     if facts.get("client_saturated"):
-        notes.append("CLIENT SATURATED")
+        notes.append(say("table.saturated", lang))
     elif client.get("contended"):
-        notes.append(f"client contended: {client['reason']}")
-    table.caption = "; ".join(notes) or None
+        notes.append(
+            say(
+                "table.contended",
+                lang,
+                reason=pick(client.get("reason_texts") or client["reason"], lang),
+            )
+        )
+    table.caption = joined(notes, lang) or None
     return table
 
 
@@ -337,15 +353,18 @@ def _count(value: float | None) -> str:
 
 
 def _finding(data: dict[str, Any], lang: str) -> Panel:
-    lines = [Text(data["evidence"]), Text(pick(data["advice"], lang))]
+    lines = [
+        Text(pick(data.get("evidence_texts") or data["evidence"], lang)),
+        Text(pick(data["advice"], lang)),
+    ]
     change = data.get("change")
     if change:
-        lines.append(Text(f"the one change to try: {change['apply']}", style="bold"))
+        lines.append(Text(say("finding.try", lang, apply=change["apply"]), style="bold"))
     lines.extend(Text(link, style="blue underline") for link in data["docs"])
     style = SEVERITY_STYLE.get(data["severity"], "white")
-    title = (
-        f"{data['code']} {data['severity'].upper()} ({data['cause']}): {pick(data['title'], lang)}"
-    )
+    title = say("finding_head", lang, code=data["code"], severity=say(f"severity.{data['severity']}", lang)
+                if f"severity.{data['severity']}" in WORDS else data["severity"].upper(),
+                cause=data["cause"], title=pick(data["title"], lang))  # fmt: skip
     return Panel(Group(*lines), title=escape(title), title_align="left", border_style=style)
 
 
@@ -355,31 +374,36 @@ def _rounds(data: dict[str, Any], side: str) -> str:
     return " + ".join(map(str, pooled)) if isinstance(pooled, list) and pooled else str(data[side])
 
 
-def _comparison(data: dict[str, Any]) -> Table:
+def _comparison(data: dict[str, Any], lang: str = "en") -> Table:
     table = Table(
-        title=f"{_rounds(data, 'after')} vs {data['against']} ({_rounds(data, 'before')})",
+        title=say("cmp.title", lang, after=_rounds(data, "after"), against=data["against"],
+                  before=_rounds(data, "before")),
         title_justify="left",
-    )
-    for column in ("segment", "before p50", "after p50", "change", "95% CI", "verdict"):
-        table.add_column(column)
+    )  # fmt: skip
+    for column in ("segment", "before", "after", "change", "ci", "verdict"):
+        table.add_column(say(f"cmp.{column}", lang))
     for row in data["segments"]:
         ci = (
             "-"
             if row["ci_low_ms"] is None
             else f"[{row['ci_low_ms']:.1f}, {row['ci_high_ms']:.1f}]"
         )
-        verdict = row["verdict"]
+        verdict = verdict_word(row["verdict"], lang)
         if row.get("expected"):
-            verdict = "expected (the finding predicted it)"
-        elif verdict == "within noise" and row.get("noise_band") is not None:
-            verdict = f"within noise (±{row['noise_band']:.0%})"
+            verdict = say("cmp.expected", lang)
+        elif row["verdict"] == "within noise" and row.get("noise_band") is not None:
+            verdict = paren(verdict, f"±{row['noise_band']:.0%}", lang)
         style = (
             VERDICT_STYLE["expected"]
             if row.get("expected")
             else VERDICT_STYLE.get(row["verdict"], "")
         )
         # ITL is judged by each request's median gap (measure.JUDGED_BY): say so beside it.
-        segment = f"{row['segment']} per request" if row.get("judged_by") else row["segment"]
+        segment = (
+            say("cmp.per_request", lang, segment=row["segment"])
+            if row.get("judged_by")
+            else row["segment"]
+        )
         table.add_row(segment, _ms(row["before_p50"]), _ms(row["after_p50"]), _ms(row["change_ms"]), ci,
                       Text(verdict, style=style))  # fmt: skip
     return table

@@ -40,7 +40,8 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
             facts[data["as"]] = data["facts"]
         elif kind == "finding":
             findings.append({"code": data["code"], "cause": data["cause"], "severity": data["severity"],
-                             "title": pick(data["title"], lang), "evidence": data["evidence"],
+                             "title": pick(data["title"], lang),
+                             "evidence": pick(data.get("evidence_texts") or data["evidence"], lang),
                              "advice": pick(data["advice"], lang), "change": data["change"],
                              "docs": data["docs"], "node": event["node"]})  # fmt: skip
         elif kind == "change":
@@ -50,7 +51,8 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
             if changes:
                 changes[-1]["effect"].append(data)
         elif kind == "verdict" and changes:
-            changes[-1]["verdict"] = data
+            said = pick(data.get("evidence_texts") or data["evidence"], lang)
+            changes[-1]["verdict"] = {**data, "evidence": said}
         elif kind == "measurement":
             measurements.append(data)
     # The incident's baseline is its first rounds; a later baseline (after a fix) is the final state.
@@ -99,7 +101,12 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
         "final": final,
         "rounds": summary.rounds(events),
         "not_applied": summary.not_applied(events, lang),
-        "notes": [e["data"]["text"] for e in events if e["type"] == "note"] + unreadable,
+        "notes": [
+            pick(e["data"].get("texts") or e["data"]["text"], lang)
+            for e in events
+            if e["type"] == "note"
+        ]
+        + unreadable,
         "unreadable_events": unreadable,
     }
     report["tldr"]["changes"] = [summary.change_line(c, report["rounds"], lang) for c in changes]

@@ -144,7 +144,7 @@ def not_applied(events: list[dict[str, Any]], lang: str) -> list[dict[str, Any]]
             out = [row for row in out if row["code"] != data["code"]]
             pending = None
         elif kind == "note" and pending is not None and out and out[-1]["reason"] is None:
-            out[-1]["reason"] = data["text"]
+            out[-1]["reason"] = pick(data.get("texts") or data["text"], lang)
     return out
 
 

@@ -1,4 +1,9 @@
-"""The incident summary's words in English and Chinese, and numbers written for people.
+"""Every word a user sees, in English and Chinese (the walk in the terminal, the operator's
+prompts, the summaries), and numbers written for people.
+
+What the walk records (a note, a finding's evidence, the client's and the host's notes) keeps its
+English text and, beside it, the same in every language (``texts``): a replay or export in either
+language shows it without a second table.
 
 A summary is read under pressure and pasted into tickets: every number carries its unit, a
 fraction is a percentage, an unknown value says so (never ``None``), and a verdict is a phrase
@@ -156,6 +161,152 @@ WORDS: dict[str, dict[str, str]] = {
     "rounds_count": {"en": "{total} rounds ({failed} failed)", "zh": "共 {total} 轮（{failed} 轮失败）"},
     "chart.baseline": {"en": "{segment} p50 (ms): incident and final", "zh": "{segment} p50（ms）：事件与最终"},
     "chart.change": {"en": "{segment} p50 (ms), {parameter}", "zh": "{segment} p50（ms），{parameter}"},
+    # the engine's notes (engine.note), recorded in every language
+    "note.skipped": {"en": "probe {probe} skipped (its condition does not hold)",
+                     "zh": "跳过探测 {probe}（条件不满足）"},
+    "note.sweep": {"en": "{code} found on the closing sweep: its evidence came after {node} ran (or that step was not on this walk's route)",
+                   "zh": "{code} 在收尾复查中发现：其证据在 {node} 运行之后才出现（或该步骤不在本次诊断的路线上）"},
+    "note.no_side_by_side": {"en": "{after} is not set beside {before}: {missing} measured no latency evidence (not run, failed queries, or Offline)",
+                             "zh": "{after} 未与 {before} 对照：{missing} 没有测到延迟证据（未运行、查询失败或 Offline）"},
+    "note.other_specs": {"en": "{after} is not set beside {before}: they ran under different specs",
+                         "zh": "{after} 未与 {before} 对照：两者的请求规格不同"},
+    "note.no_value": {"en": "{code}: no value to apply ({why})", "zh": "{code}：没有可应用的值（{why}）"},
+    "note.not_applied": {"en": "{code}: change not applied ({why})", "zh": "{code}：变更未应用（{why}）"},
+    "note.refused": {"en": "refused: {why}; one change per round (P0.2), so its effect can be attributed",
+                     "zh": "已拒绝：{why}；每轮只改一项（P0.2），效果才能归因"},
+    "note.nothing_to_repeat": {"en": "nothing measured yet to repeat after this change",
+                               "zh": "还没有可在变更后重复的测量"},
+    "note.no_earlier": {"en": "no earlier {round} round to compare with", "zh": "没有更早的 {round} 轮次可比较"},
+    "note.inconclusive": {"en": "a verdict is inconclusive after {n} round(s): measuring {round} again ({label}) to narrow its interval",
+                          "zh": "{n} 轮后结论仍无定论：再次测量 {round}（{label}）以缩小区间"},
+    "note.not_compared": {"en": "not compared with the {against}: {why}", "zh": "未与{against}比较：{why}"},
+    # an operator's decision, as recorded (operator.Decision.note)
+    "decision.no change proposed": {"en": "no change proposed", "zh": "没有建议的变更"},
+    "decision.auto mode proposes changes; it applies none to systems it does not own": {
+        "en": "auto mode proposes changes; it applies none to systems it does not own",
+        "zh": "自动模式只建议变更，不会改动不属于它的系统"},
+    "decision.skipped by the answers file": {"en": "skipped by the answers file", "zh": "答案文件选择跳过"},
+    "decision.applied by the operator (answers file)": {"en": "applied by the operator (answers file)",
+                                                        "zh": "由操作者应用（答案文件）"},
+    "decision.nothing here can apply this change": {"en": "nothing here can apply this change",
+                                                    "zh": "这里没有能应用此变更的途径"},
+    "decision.skipped by the operator": {"en": "skipped by the operator", "zh": "操作者选择跳过"},
+    "decision.applied by the operator": {"en": "applied by the operator", "zh": "由操作者应用"},
+    "decision.the wizard lowered its own concurrency and measures again": {
+        "en": "the wizard lowered its own concurrency and measures again", "zh": "向导降低了自身的并发度并重新测量"},
+    # the measuring client's verdict on itself (probes.load.ClientHealth)
+    "client.saturated": {"en": "the client used {cpu} of a core and its event loop woke {lag} ms late (p90; {floor} ms with nothing in flight): its own work set the pace, its timings overstate latency",
+                         "zh": "客户端占用了一个核心的 {cpu}，事件循环晚醒 {lag} ms（p90；空闲时 {floor} ms）：节奏由它自身的工作决定，测得的延迟偏高"},
+    "client.contended": {"en": "the client was kept waiting for a CPU (event-loop lag p90 {lag} ms at only {cpu} of a core): other processes share this machine's cores; timings may be up to {high} ms high",
+                         "zh": "客户端在等待 CPU（事件循环延迟 p90 {lag} ms，仅占一个核心的 {cpu}）：其他进程共用本机核心；计时最多可能偏高 {high} ms"},
+    "client.send_delayed": {"en": "the client held its requests back: {delay} ms (p99 {delay99} ms) from stamp to the request written out (pool wait p99 {pool} ms, {cpu} of a core): fewer requests were in flight than asked, and each arriving event waited its turn",
+                            "zh": "客户端延后了请求：从打时间戳到写出请求 {delay} ms（p99 {delay99} ms；连接池等待 p99 {pool} ms，占一个核心的 {cpu}）：在途请求少于要求，每个到达的事件都在排队"},
+    # the host probe's notes (probes.host)
+    "host.collect": {"en": "on the GPU host run: {commands}; then pass that folder (with the vLLM log) as --host-evidence DIR",
+                     "zh": "在 GPU 主机上运行：{commands}；然后把该文件夹（连同 vLLM 日志）作为 --host-evidence DIR 传入"},
+    "host.no_driver": {"en": "no NVIDIA driver on this machine (no NVML, no nvidia-smi): GPU count and links are unknown; if vLLM runs elsewhere, {hint}",
+                       "zh": "本机没有 NVIDIA 驱动（没有 NVML，也没有 nvidia-smi）：GPU 数量和互联未知；如果 vLLM 在别处运行，{hint}"},
+    "host.no_files": {"en": "{folder} holds no files; {hint}", "zh": "{folder} 中没有文件；{hint}"},
+    "host.no_cores": {"en": "physical cores unknown; {hint}", "zh": "物理核心数未知；{hint}"},
+    "host.elsewhere": {"en": "vLLM runs on another machine ({target}); {hint}", "zh": "vLLM 在另一台机器上运行（{target}）；{hint}"},
+    "host.cpu_backend": {"en": "vLLM runs on this machine without a GPU (its CPU backend): the engine's busy loop and the measuring client share these cores",
+                         "zh": "vLLM 在本机无 GPU 运行（CPU 后端）：引擎的忙循环与测量客户端共用这些核心"},
+    # the operator's prompts (operator.InteractiveOperator.decide)
+    "decide.prompt": {"en": "{code}: apply `{apply}` ({layer} {parameter})?",
+                      "zh": "{code}：应用 `{apply}`（{layer} {parameter}）吗？"},
+    "decide.for_me": {"en": "apply it for me", "zh": "替我应用"},
+    "decide.skip": {"en": "not applied (skip)", "zh": "不应用（跳过）"},
+    "decide.by_hand": {"en": "I applied it myself", "zh": "我已自行应用"},
+    "decide.which": {"en": "Which ONE parameter did you change?", "zh": "你改了哪一个参数（只能一个）？"},
+    "decide.before": {"en": "Its value before:", "zh": "之前的值："},
+    "decide.after": {"en": "Its value now:", "zh": "现在的值："},
+    "decide.restarted": {"en": "Did the server restart (the next requests are cold)?",
+                         "zh": "服务重启了吗（接下来的请求是冷启动）？"},
+    # the walk in the terminal (live, replay): render_events
+    "walk.not_asked_earlier": {"en": "  {id} = {value}  (answered earlier; not asked)",
+                               "zh": "  {id} = {value}（之前已回答；不再询问）"},
+    "walk.not_asked": {"en": "  {id} = {value}  (from the evidence: {source}; not asked)",
+                       "zh": "  {id} = {value}（来自证据：{source}；不再询问）"},
+    "walk.default_from": {"en": " from the evidence ({source})", "zh": "，来自证据（{source}）"},
+    "walk.question_default": {"en": "  {id}: default {default}{source}", "zh": "  {id}：默认值 {default}{source}"},
+    "walk.replay_question": {"en": "? {text}  [default: {default}{source}]", "zh": "？{text}  [默认值：{default}{source}]"},
+    "walk.pass": {"en": "PASS {stage}: no cause found{info}", "zh": "PASS {stage}：未发现原因{info}"},
+    "walk.pass_info": {"en": " (for information: {codes})", "zh": "（仅供参考：{codes}）"},
+    "walk.change": {"en": "change ({layer}): {parameter}: {before} -> {after}{restarted}",
+                    "zh": "变更（{layer}）：{parameter}：{before} -> {after}{restarted}"},
+    "walk.restarted": {"en": "  [server restarted]", "zh": "  [服务已重启]"},
+    "walk.resumed": {"en": "resumed at {at}: the server answers as {model} (vLLM {version}, max_model_len {max_model_len})",
+                     "zh": "从 {at} 继续：服务以 {model} 应答（vLLM {version}，max_model_len {max_model_len}）"},
+    "walk.server_check": {"en": "  server check: {text}", "zh": "  服务端核对：{text}"},
+    "walk.noise": {"en": "  noise (A/A: {rounds}): {bands}; changes within these bands are reported as within noise",
+                   "zh": "  噪声（A/A：{rounds}）：{bands}；落在这些范围内的变化记为噪声范围内"},
+    "walk.not_measurable": {"en": "not measurable", "zh": "无法测量"},
+    "walk.note": {"en": "  note: {text}", "zh": "  说明：{text}"},
+    "walk.complete": {"en": "walk complete: findings {codes}; {changes} change(s)",
+                      "zh": "诊断完成：发现 {codes}；{changes} 项变更"},
+    "walk.none": {"en": "none", "zh": "无"},
+    "walk.probe_failed": {"en": "  {name} ({label}): failed: {error}", "zh": "  {name}（{label}）：失败：{error}"},
+    "walk.no_answer": {"en": "  endpoints: the server does not answer", "zh": "  endpoints：服务没有应答"},
+    "walk.endpoints": {"en": "  endpoints: model {model}, version {version}, auth {auth}, completions {completions}, chat {chat}{suffix}",
+                       "zh": "  endpoints：模型 {model}，版本 {version}，认证 {auth}，completions {completions}，chat {chat}{suffix}"},
+    "walk.suffix": {"en": "; suffix {suffix}", "zh": "；suffix `{suffix}`"},
+    "walk.nginx": {"en": "  nginx config: {n} proxied location(s); {found}", "zh": "  nginx 配置：{n} 个代理 location；{found}"},
+    "walk.nginx_at": {"en": "{code} at {file}:{line} ({directive})", "zh": "{code} 位于 {file}:{line}（{directive}）"},
+    "walk.no_static": {"en": "no static findings", "zh": "无静态发现"},
+    "walk.audit": {"en": "  audit: {measurements} measurement(s), {changes} change(s); flags: {flags}",
+                   "zh": "  审计：{measurements} 次测量，{changes} 项变更；标记：{flags}"},
+    "walk.loadgen_p90": {"en": ", early-stopping p90 {p90} ms", "zh": "，early-stopping p90 {p90} ms"},
+    "walk.no_reason": {"en": "no reason recorded", "zh": "未记录原因"},
+    "walk.offline": {"en": "; throughput only, not latency evidence", "zh": "；只反映吞吐，不能作为延迟证据"},
+    "walk.queries_failed": {"en": "{failed} of {queries} queries failed (recorded as LoadGen's {result})",
+                            "zh": "{queries} 个查询中 {failed} 个失败（LoadGen 记为 {result}）"},
+    "busy.body": {"en": "the incident's body", "zh": "事件本身的请求正文"},
+    "busy.tokens": {"en": "{input} + {output} tokens", "zh": "{input} + {output} token"},
+    "busy.via": {"en": " via {endpoint}", "zh": "，经 {endpoint}"},
+    "busy.measure": {"en": "measuring {label}: {streams} streams, {requests} requests of {shape}{via}",
+                     "zh": "正在测量 {label}：{streams} 路并发，{requests} 个请求，{shape}{via}"},
+    "busy.loadgen": {"en": "LoadGen {scenario} run ({label}): {shape}{via}", "zh": "LoadGen {scenario} 运行（{label}）：{shape}{via}"},
+    "busy.probe": {"en": "probe {name} ({label})", "zh": "探测 {name}（{label}）"},
+    "busy.progress": {"en": "{busy}: {done}{total}{failed}, {elapsed} s{left}", "zh": "{busy}：{done}{total}{failed}，{elapsed} s{left}"},
+    "busy.failed": {"en": ", {failed} failed", "zh": "，{failed} 个失败"},
+    "busy.left": {"en": ", about {eta} s left", "zh": "，约剩 {eta} s"},
+    "host.line": {"en": "  host ({source}): {cores} physical cores, {gpus} GPU(s){names}, interconnect {interconnect}, CUDA_VISIBLE_DEVICES {visible}",
+                  "zh": "  主机（{source}）：{cores} 个物理核心，{gpus} 张 GPU{names}，互联 {interconnect}，CUDA_VISIBLE_DEVICES {visible}"},
+    "host.source.this machine": {"en": "this machine", "zh": "本机"},
+    "host.source.evidence": {"en": "evidence", "zh": "证据"},
+    "log.none": {"en": "  vLLM log: none given (--vllm-log FILE adds start-up config, timings and errors)",
+                 "zh": "  vLLM 日志：未提供（--vllm-log FILE 可加入启动配置、耗时和错误）"},
+    "log.note": {"en": "  vLLM log {file}: {note}", "zh": "  vLLM 日志 {file}：{note}"},
+    "log.line": {"en": "  vLLM log {file}: engine {engine}, TP {tp} x PP {pp}, max_model_len {max_model_len}, max_num_batched_tokens {budget}, KV cache {kv}, start-up {startup}{errors}",
+                 "zh": "  vLLM 日志 {file}：引擎 {engine}，TP {tp} x PP {pp}，max_model_len {max_model_len}，max_num_batched_tokens {budget}，KV 缓存 {kv}，启动耗时 {startup}{errors}"},
+    "log.errors": {"en": "; errors: {errors}", "zh": "；错误：{errors}"},
+    "log.error_at": {"en": "{kind} (line {line})", "zh": "{kind}（第 {line} 行）"},
+    "tokens": {"en": "{n} tokens", "zh": "{n} token"},
+    "seconds": {"en": "{n} s", "zh": "{n} s"},
+    "ms": {"en": "{n} ms", "zh": "{n} ms"},
+    "table.server": {"en": "server: waiting max {waiting}, preemptions {preemptions}, KV peak {kv}",
+                     "zh": "服务端：最大排队 {waiting}，抢占 {preemptions}，KV 峰值 {kv}"},
+    "table.outside": {"en": "TTFT outside the engine (proxy, network, API server) {ms} ms",
+                      "zh": "引擎外的 TTFT（代理、网络、API server）{ms} ms"},
+    "table.bursts": {"en": "up to {n} events per read", "zh": "每次读取最多 {n} 个事件"},
+    "table.saturated": {"en": "CLIENT SATURATED", "zh": "客户端已饱和"},
+    "table.contended": {"en": "client contended: {reason}", "zh": "客户端受到争用：{reason}"},
+    "cmp.title": {"en": "{after} vs {against} ({before})", "zh": "{after} 对比{against}（{before}）"},
+    "cmp.segment": {"en": "segment", "zh": "阶段"},
+    "cmp.before": {"en": "before p50", "zh": "之前 p50"},
+    "cmp.after": {"en": "after p50", "zh": "之后 p50"},
+    "cmp.change": {"en": "change", "zh": "变化"},
+    "cmp.ci": {"en": "95% CI", "zh": "95% 置信区间"},
+    "cmp.verdict": {"en": "verdict", "zh": "结论"},
+    "cmp.expected": {"en": "expected (the finding predicted it)", "zh": "符合预期（发现已预测）"},
+    "cmp.per_request": {"en": "{segment} per request", "zh": "{segment}（按请求）"},
+    "finding.try": {"en": "the one change to try: {apply}", "zh": "唯一要尝试的变更：{apply}"},
+    "end.transcript": {"en": "transcript: {path}", "zh": "记录：{path}"},
+    "end.summary": {"en": "summary:    {command}", "zh": "摘要：{command}"},
+    "end.paste": {"en": "to paste:   {command}", "zh": "粘贴用：{command}"},
+    "end.interrupted": {"en": "\ninterrupted. The transcript so far is kept in {path}", "zh": "\n已中断。目前的记录保存在 {path}"},
+    "end.resume": {"en": "continue with: {command}", "zh": "继续：{command}"},
+    "end.resuming": {"en": "resuming {path} at '{start}'", "zh": "从 '{start}' 继续 {path}"},
 }  # fmt: skip
 
 # The evidence's keys, written out; the unit follows the value.
@@ -185,6 +336,19 @@ def say(key: str, lang: str, **values: Any) -> str:
     """The phrase ``key`` in ``lang`` (English when it has no translation), filled in."""
     phrase = WORDS[key]
     return (phrase.get(lang) or phrase["en"]).format(**values)
+
+
+def texts(key: str, **values: Any) -> dict[str, str]:
+    """The phrase in every language, for an event that a reader may show in either; a value may
+    itself be ``{en, zh}`` (``recorded``), and each language takes its own."""
+    return {lang: say(key, lang, **{k: v.get(lang, v["en"]) if isinstance(v, dict) else v
+                                    for k, v in values.items()})
+            for lang in WORDS[key]}  # fmt: skip
+
+
+def recorded(kind: str, value: str) -> dict[str, str] | str:
+    """A value the wizard records in English (a decision's note) in every language it has."""
+    return WORDS.get(f"{kind}.{value}") or value
 
 
 def joined(parts: list[str], lang: str, separator: str = "sep") -> str:

@@ -156,9 +156,9 @@ def findings_markdown(book: Any) -> str:
     for code, finding in sorted(book.findings.items()):
         change = _change_cell(finding.change)
         docs = " ".join(f"<{link}>" for link in finding.docs)
-        gone = _code(finding.gone_evidence) if finding.gone_evidence else "-"
+        gone = _code(finding.gone_evidence["en"]) if finding.gone_evidence else "-"
         acts = ", ".join(finding.acts_on) or "-"
         lines.append(f"| {code} | {finding.severity} | `{finding.cause}` | {finding.title['en']} / "
-                     f"{finding.title['zh']} | {_code(finding.evidence)} | {change} | {gone} "
+                     f"{finding.title['zh']} | {_code(finding.evidence.get('en', ''))} | {change} | {gone} "
                      f"| {acts} | {docs} |")  # fmt: skip
     return "\n".join(lines) + "\n"

@@ -387,7 +387,7 @@ def _unmasked_urls(header: dict[str, Any], args: argparse.Namespace) -> dict[str
     return urls
 
 
-def _spinner(screen: Any) -> tuple[Any, Any]:
+def _spinner(screen: Any, lang: str) -> tuple[Any, Any]:
     """A transient rich status line while a probe runs, with its round's progress (n/N, elapsed,
     time left) as requests finish; only on a terminal. Returns (on_busy, on_progress)."""
     current: list[tuple[Any, dict[str, Any]]] = []
@@ -398,7 +398,7 @@ def _spinner(screen: Any) -> tuple[Any, Any]:
         while current:
             current.pop()[0].stop()
         if call is not None and screen.is_terminal:
-            status = screen.status(busy_text(call) + " ...")
+            status = screen.status(busy_text(call, lang) + " ...")
             status.start()
             current.append((status, call))
 
@@ -407,7 +407,7 @@ def _spinner(screen: Any) -> tuple[Any, Any]:
 
         if current:  # LoadGen reports from its own thread; rich's Live updates under a lock
             status, call = current[-1]
-            status.update(progress_text(call, now))
+            status.update(progress_text(call, now, lang))
 
     return busy, progress
 
@@ -422,6 +422,7 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
     from wizard.probes.runner import ProbeContext
     from wizard.render import console
     from wizard.render_events import render_event
+    from wizard.words import say
     from wizard.workload import Workload
 
     lang = args.lang or header.get("lang") or default_language()
@@ -439,29 +440,32 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
                            replicas=header.get("replicas"))  # fmt: skip
     context.workload = Workload.from_header(header.get("workload"))
     context.model = context.workload.model
-    on_busy, context.on_progress = _spinner(screen)
+    on_busy, context.on_progress = _spinner(screen, lang)
     session = Session(book, context, operator, writer, lang, show, on_busy=on_busy)
     start = restore(session, events) if events else None
     if events:
-        screen.print(f"resuming {writer.path} at '{start}'", style="bold", soft_wrap=True)
+        screen.print(
+            say("end.resuming", lang, path=writer.path, start=start), style="bold", soft_wrap=True
+        )
     try:
         if events:
             aio.run(check_resumed_server(session, str(start)))
         aio.run(walk(session, start))
     except KeyboardInterrupt:
-        screen.print(
-            f"\ninterrupted. The transcript so far is kept in {writer.path}", soft_wrap=True
-        )
-        screen.print(
-            resume_hint or f"continue with: latency-wizard resume {writer.path}", soft_wrap=True
-        )
+        screen.print(say("end.interrupted", lang, path=writer.path), soft_wrap=True)
+        screen.print(resume_hint or say("end.resume", lang, command=f"latency-wizard resume {writer.path}"),
+                     soft_wrap=True)  # fmt: skip
         return 130
     finally:
         writer.close()
     _print_answer(screen, writer.path, lang)
-    screen.print(f"transcript: {writer.path}", soft_wrap=True)
-    screen.print(f"summary:    latency-wizard export {writer.path} --format md", soft_wrap=True)
-    screen.print(f"to paste:   latency-wizard export {writer.path} --format text", soft_wrap=True)
+    screen.print(say("end.transcript", lang, path=writer.path), soft_wrap=True)
+    screen.print(
+        say("end.summary", lang, command=f"latency-wizard export {writer.path} --format md"),
+        soft_wrap=True,
+    )
+    screen.print(say("end.paste", lang, command=f"latency-wizard export {writer.path} --format text"),
+                 soft_wrap=True)  # fmt: skip
     return EXIT_CODES[outcome(session)["outcome"]]
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from wizard.numbers import parse_int
 from wizard.probes.topology import interconnect, parse_topology
 from wizard.vllm_defaults import default_batch_limits
+from wizard.words import texts
 
 # Memory sizes: a match starts only where a digit run starts and takes at most 9 digits, so a
 # long run of digits costs one pass instead of one backtracking attempt per digit (quadratic).
@@ -30,11 +31,11 @@ GB = re.compile(r"(?<!\d)(\d{1,9})\s*GB\b")
 SNIFF_BYTES = 64 * 1024
 NVIDIA_SMI_TIMEOUT_S = 10  # a wedged driver makes nvidia-smi hang; say so instead of waiting
 SMALL_FILE_BYTES = 1024 * 1024
-COLLECT_HINT = (
-    "on the GPU host run: lscpu > lscpu.txt; nvidia-smi topo -m > topo.txt; "
-    "nvidia-smi --query-gpu=name,memory.total --format=csv > gpus.csv; env | grep CUDA_VISIBLE_DEVICES > env.txt; "
-    "then pass that folder (with the vLLM log) as --host-evidence DIR"
+COLLECT_COMMANDS = (
+    "lscpu > lscpu.txt; nvidia-smi topo -m > topo.txt; "
+    "nvidia-smi --query-gpu=name,memory.total --format=csv > gpus.csv; env | grep CUDA_VISIBLE_DEVICES > env.txt"
 )
+COLLECT_HINT = texts("host.collect", commands=COLLECT_COMMANDS)
 
 
 @dataclass
@@ -51,6 +52,13 @@ class Host:
     vllm_log: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    notes_texts: list[dict[str, str]] = field(default_factory=list)  # each note in every language
+
+    def note(self, said: dict[str, str] | str) -> None:
+        """A note in English (``notes``) and in every language it is worded in (``notes_texts``)."""
+        said = said if isinstance(said, dict) else {"en": said}
+        self.notes.append(said["en"])
+        self.notes_texts.append(said)
 
     def to_facts(self) -> dict[str, Any]:
         """The probe's facts, with the derived ones the playbook reads."""
@@ -131,11 +139,11 @@ def from_evidence(folder: Path) -> Host:
             with path.open("rb") as handle:
                 head = handle.read(SNIFF_BYTES).decode("utf-8", "replace")
         except OSError as exc:
-            host.notes.append(f"{path.name}: cannot read ({exc.strerror})")
+            host.note(f"{path.name}: cannot read ({exc.strerror})")
             continue
         _read_evidence_file(host, path, head)
     if not files:
-        host.notes.append(f"{folder} holds no files; {COLLECT_HINT}")
+        host.note(texts("host.no_files", folder=folder, hint=COLLECT_HINT))
     _note_missing(host)
     return host
 
@@ -168,9 +176,7 @@ def _read_evidence_file(host: Host, path: Path, head: str) -> None:
         host.sources["vllm_log"] = path.name
         recognised = True
     if not recognised:
-        host.notes.append(
-            f"{path.name}: not recognised (expected lscpu, nvidia-smi, env or a vLLM log)"
-        )
+        host.note(f"{path.name}: not recognised (expected lscpu, nvidia-smi, env or a vLLM log)")
 
 
 def _looks_like_vllm_log(head: str) -> bool:
@@ -192,10 +198,7 @@ def from_this_machine() -> Host:
     if host.cuda_visible_devices is not None:
         host.sources["cuda_visible_devices"] = "environment"
     if not _from_nvml(host) and not _from_nvidia_smi(host):
-        host.notes.append(
-            "no NVIDIA driver on this machine (no NVML, no nvidia-smi): GPU count and links are "
-            f"unknown; if vLLM runs elsewhere, {COLLECT_HINT}"
-        )
+        host.note(texts("host.no_driver", hint=COLLECT_HINT))
     _note_missing(host)
     return host
 
@@ -227,7 +230,7 @@ def _from_nvml(host: Host) -> bool:
         }
         host.sources.update(gpus="nvml", topology="nvml")
     except pynvml.NVMLError as exc:
-        host.notes.append(f"NVML answered but failed: {exc}")
+        host.note(f"NVML answered but failed: {exc}")
     finally:
         pynvml.nvmlShutdown()
     return host.gpus is not None
@@ -246,12 +249,10 @@ def _from_nvidia_smi(host: Host) -> bool:
             [binary, "topo", "-m"], capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT_S, check=True,
         ).stdout  # fmt: skip
     except subprocess.TimeoutExpired:
-        host.notes.append(
-            f"nvidia-smi did not answer within {NVIDIA_SMI_TIMEOUT_S} s (a wedged driver?)"
-        )
+        host.note(f"nvidia-smi did not answer within {NVIDIA_SMI_TIMEOUT_S} s (a wedged driver?)")
         return False
     except (OSError, subprocess.SubprocessError) as exc:
-        host.notes.append(f"nvidia-smi failed: {exc}")
+        host.note(f"nvidia-smi failed: {exc}")
         return False
     for key, value in parse_gpu_list(listing).items():
         setattr(host, key, value)
@@ -262,9 +263,9 @@ def _from_nvidia_smi(host: Host) -> bool:
 
 def _note_missing(host: Host) -> None:
     if host.physical_cores is None:
-        host.notes.append(f"physical cores unknown; {COLLECT_HINT}")
+        host.note(texts("host.no_cores", hint=COLLECT_HINT))
     if host.gpus and host.gpus > 1 and host.topology is None:
-        host.notes.append("GPU links unknown: add the output of `nvidia-smi topo -m`")
+        host.note("GPU links unknown: add the output of `nvidia-smi topo -m`")
 
 
 def _visible_count(visible: str | None) -> int | None:
@@ -316,15 +317,16 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         facts["gpu_host"] = None
         facts["interconnect"] = "unknown"
         facts["batch_budget_default"] = None
-        facts["notes"].insert(0, f"vLLM runs on another machine ({ctx.target}); {COLLECT_HINT}")
+        elsewhere = texts("host.elsewhere", target=ctx.target, hint=COLLECT_HINT)
+        facts["notes"].insert(0, elsewhere["en"])
+        facts["notes_texts"].insert(0, elsewhere)
     facts["gpus_if_cpu_only"] = None
     cpu_only_here = not evidence and not facts["gpus"] and is_this_machine(ctx.target)
     if cpu_only_here and facts["physical_cores"]:
         # vLLM's CPU backend on this very machine: its cores are the GPU host's, with no GPU.
         facts["gpus_if_cpu_only"] = 0
         facts["gpu_host"] = {"physical_cores": facts["physical_cores"], "gpus": 0}
-        facts["notes"].append(
-            "vLLM runs on this machine without a GPU (its CPU backend): the engine's busy "
-            "loop and the measuring client share these cores"
-        )
+        cpu_backend = texts("host.cpu_backend")
+        facts["notes"].append(cpu_backend["en"])
+        facts["notes_texts"].append(cpu_backend)
     return facts

@@ -36,6 +36,7 @@ from wizard.probes.stream import (
     prepare,
     stream_report,
 )
+from wizard.words import texts
 
 LAG_PROBE_INTERVAL_S = 0.01
 # Sustained lag, not a spike: the p99 is dominated by the burst of connection set-ups at the start.
@@ -110,27 +111,17 @@ class ClientHealth:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape, with the verdict and its reason."""
-        reason = None
+        reason: dict[str, str] | None = None
+        values = {"cpu": f"{self.cpu_fraction:.0%}", "lag": f"{self.loop_lag_p90_ms:.1f}",
+                  "floor": f"{self.loop_lag_floor_ms:.1f}", "high": f"{self.loop_lag_p90_ms:.0f}",
+                  "delay": f"{self.send_delay_p50_ms:.1f}", "delay99": f"{self.send_delay_p99_ms:.1f}",
+                  "pool": f"{self.pool_wait_p99_ms:.1f}"}  # fmt: skip
         if self.saturated:
-            reason = (
-                f"the client used {self.cpu_fraction:.0%} of a core and its event loop woke "
-                f"{self.loop_lag_p90_ms:.1f} ms late (p90; {self.loop_lag_floor_ms:.1f} ms with "
-                "nothing in flight): its own work set the pace, its timings overstate latency"
-            )
+            reason = texts("client.saturated", **values)
         elif self.contended:
-            reason = (
-                f"the client was kept waiting for a CPU (event-loop lag p90 "
-                f"{self.loop_lag_p90_ms:.1f} ms at only {self.cpu_fraction:.0%} of a core): other "
-                f"processes share this machine's cores; timings may be up to "
-                f"{self.loop_lag_p90_ms:.0f} ms high"
-            )
+            reason = texts("client.contended", **values)
         elif self.send_delayed:
-            reason = (
-                f"the client held its requests back: {self.send_delay_p50_ms:.1f} ms (p99 "
-                f"{self.send_delay_p99_ms:.1f} ms) from stamp to the request written out (pool wait "
-                f"p99 {self.pool_wait_p99_ms:.1f} ms, {self.cpu_fraction:.0%} of a core): fewer "
-                "requests were in flight than asked, and each arriving event waited its turn"
-            )
+            reason = texts("client.send_delayed", **values)
         return {
             "loop_lag_p90_ms": self.loop_lag_p90_ms,
             "loop_lag_p99_ms": self.loop_lag_p99_ms,
@@ -146,7 +137,8 @@ class ClientHealth:
             "saturated": self.saturated,
             "contended": self.contended,
             "cause": "client_saturated" if self.saturated else None,
-            "reason": reason,
+            "reason": reason["en"] if reason else None,
+            "reason_texts": reason,
         }
 
 
