@@ -49,6 +49,21 @@ def test_the_verdict_is_about_the_gpus_vllm_sees() -> None:
     assert interconnect(topology, "GPU-5b0c1f0e,GPU-77aa") == "mixed"
 
 
+def test_a_header_naming_gpus_again_counts_each_once() -> None:
+    # The long fuzz run (seed 3040): GPU0-GPU6 named 15 times in the header made 106 "GPUs" and
+    # 5,565 pairs, 240 KB of JSON from a 1.7 KB paste.
+    names = [f"GPU{i}" for i in range(8)]
+    header = "  ".join(names[:7] * 15 + names[7:]) + "  NIC0  CPU Affinity  NUMA Affinity"
+    rows = [
+        "  ".join(
+            [name, *("X" if other == name else "NV18" for other in names), "PXB", "0-55", "0"]
+        )
+        for name in names
+    ]
+    topology = parse_topology("\n".join([header, *rows]))
+    assert topology["gpus"] == 8 and len(topology["pairs"]) == 28
+
+
 def test_lscpu_and_gpu_lists() -> None:
     assert parse_lscpu((FIXTURES / "lscpu.txt").read_text()) == {
         "logical_cpus": 224, "physical_cores": 112,

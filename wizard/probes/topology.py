@@ -85,7 +85,8 @@ def parse_topology(text: str) -> dict[str, Any]:
         elif COLUMN.match(name) or DEVICE.match(name):
             notes.append(f"line {number}: {name} is not in the header: ignored")
     links: dict[tuple[str, str], str] = {}
-    devices = [c for c in columns if DEVICE.match(c) and c in rows]
+    # Each once: a header that names a GPU again (a doubled paste) must not multiply the pairs.
+    devices = list(dict.fromkeys(c for c in columns if DEVICE.match(c) and c in rows))
     for name in devices:
         cells = _aligned(name, rows[name], columns, notes)
         for column, cell in zip(columns, cells, strict=False):
