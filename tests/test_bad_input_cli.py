@@ -150,3 +150,26 @@ def test_a_file_that_is_no_vllm_log(tmp_path: Path) -> None:
     scripted = cli("probe", "vllm-log", str(passwd), "--json")
     assert scripted.returncode == 1
     assert json.loads(scripted.stdout)["engine"] is None  # the contract's object, all unknown
+
+
+@pytest.mark.parametrize(
+    ("command", "value", "message"),
+    [
+        (("run", "--auto"), "0", "'0': give a number of seconds above 0"),
+        (("probe", "stream"), "-5", "'-5': give a number of seconds above 0"),
+        (("probe", "endpoints"), "nan", "'nan': give a number of seconds above 0"),
+        (("probe", "load"), "soon", "'soon' is not a number of seconds"),
+    ],
+)
+def test_a_timeout_that_is_no_time_is_refused(
+    tmp_path: Path, command: tuple[str, ...], value: str, message: str
+) -> None:
+    # `run --timeout 0` was taken, and a port where nothing listens then read 'no response headers
+    # within 0 s', hiding the refused connection (found trying the README as a new user).
+    target = f"http://127.0.0.1:{free_port()}"
+    path = tmp_path / "walk.ndjson"
+    result = cli(*command, "--target", target, "--timeout", value, "--transcript", str(path)) \
+        if command[0] == "run" else cli(*command, "--target", target, "--timeout", value)  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].endswith(f"argument --timeout: {message}")
+    assert "Traceback" not in result.stderr and not path.exists()

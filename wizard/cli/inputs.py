@@ -26,6 +26,18 @@ def text_input(path: str) -> Iterator[TextIO]:
         yield handle
 
 
+def seconds(text: str) -> float:
+    """A ``--timeout``: a finite number of seconds above 0 (0 would time out every request and
+    hide the real failure behind 'no response within 0 s')."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0")
+    return value
+
+
 SALVAGE_HELP = (
     "keep the verified part of a damaged transcript (a last line cut mid-write, a torn tail after "
     "a full disk): everything from the first line that does not verify is left out, and standard "

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from wizard.cli.inputs import seconds
+
 DEFINITIONS = """\
 definitions:
   TTFT  send -> first SSE event carrying output (content, reasoning or tool call); the role-only
@@ -174,7 +176,9 @@ def register(subparsers: Any) -> None:
         "--url", help="base URL of the server (its /metrics is read) or the /metrics URL"
     )
     source.add_argument("--file", help="a saved /metrics text")
-    metrics.add_argument("--timeout", type=float, default=10.0, help="seconds to wait (default 10)")
+    metrics.add_argument(
+        "--timeout", type=seconds, default=10.0, help="seconds to wait (default 10)"
+    )
     metrics.add_argument("--save", metavar="FILE", help="also write the raw /metrics text to FILE")
     metrics.add_argument(
         "--since", metavar="FILE",
@@ -192,7 +196,7 @@ def register(subparsers: Any) -> None:
     )  # fmt: skip
     endpoints.add_argument("--target", required=True, help="base URL of the server")
     endpoints.add_argument(
-        "--timeout", type=float, default=10.0, help="seconds to wait (default 10)"
+        "--timeout", type=seconds, default=10.0, help="seconds to wait (default 10)"
     )
     endpoints.add_argument("--api-key-env", help="environment variable holding the API key")
     endpoints.add_argument("--json", action="store_true", help="print one JSON object")
@@ -236,7 +240,7 @@ def _request_arguments(parser: argparse.ArgumentParser, target: bool = True) -> 
     )
     parser.add_argument("--max-tokens", type=int, default=64, help="output length (default 64)")
     parser.add_argument(
-        "--timeout", type=float, default=60.0, help="read timeout in seconds (default 60)"
+        "--timeout", type=seconds, default=60.0, help="read timeout in seconds (default 60)"
     )
     parser.add_argument("--api-key-env", help="environment variable holding the API key")
     parser.add_argument("--json", action="store_true", help="print one JSON object")

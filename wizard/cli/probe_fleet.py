@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from wizard.cli.inputs import seconds
+
 FLEET_DESCRIPTION = """\
 Read vLLM's metrics for every replica Prometheus scrapes (the instance label), over the incident
 window: requests and their share, waiting requests (average and peak), preemptions (increase over
@@ -25,7 +27,7 @@ def register(probes: Any) -> None:
         description=FLEET_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     fleet_arguments(fleet, required=True)
-    fleet.add_argument("--timeout", type=float, default=30.0, help="seconds to wait (default 30)")
+    fleet.add_argument("--timeout", type=seconds, default=30.0, help="seconds to wait (default 30)")
     fleet.add_argument("--json", action="store_true", help="print one JSON object")
     fleet.set_defaults(handler=run_fleet)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from wizard.cli.inputs import seconds
+
 REPLICAS_DESCRIPTION = """\
 Measure every replica behind one endpoint directly, one after the other, with the same round (the
 walk's measure round: TTFT and TPOT apart, the replica's /metrics watched), the first one twice
@@ -40,7 +42,7 @@ def register(probes: Any) -> None:
     parser.add_argument("--requests", type=int, default=16, help="requests per round (default 16)")
     parser.add_argument("--input-tokens", type=int, default=64, help="prompt words (default 64)")
     parser.add_argument("--max-tokens", type=int, default=32, help="output tokens (default 32)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="read timeout per request")
+    parser.add_argument("--timeout", type=seconds, default=60.0, help="read timeout per request")
     parser.add_argument("--api-key-env", help="environment variable holding the API key")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run_replicas)

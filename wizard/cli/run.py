@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from wizard.cli.inputs import SALVAGE_HELP, transcript_input
+from wizard.cli.inputs import SALVAGE_HELP, seconds, transcript_input
 
 RUN_DESCRIPTION = """\
 Walk the diagnosis (baseline, entry point, resources/KV cache/scheduling, parallelism/start-up,
@@ -84,7 +84,7 @@ def register(subparsers: Any) -> None:
         "--playbook", help="playbook YAML (default: the built-in vllm-latency playbook)"
     )
     run.add_argument(
-        "--timeout", type=float, default=60.0, help="read timeout per request in seconds"
+        "--timeout", type=seconds, default=60.0, help="read timeout per request in seconds"
     )
     run.add_argument("--api-key-env", help="environment variable holding the API key")
     _operator_arguments(run)
@@ -106,7 +106,7 @@ def register(subparsers: Any) -> None:
             help=f"the session's {flag[2:]} again, with the user:password its transcript masked",
         )  # fmt: skip
     resume.add_argument(
-        "--timeout", type=float, default=60.0, help="read timeout per request in seconds"
+        "--timeout", type=seconds, default=60.0, help="read timeout per request in seconds"
     )
     _operator_arguments(resume)
     resume.set_defaults(handler=resume_command)
