@@ -282,3 +282,20 @@ def test_the_shipped_examples_lead_with_a_cause(example: Path) -> None:
         assert "events per read up to 14 -> 1" in lines[4]
     md = export(example, "md")
     assert "None" not in md and not RAW_FLOAT.search(md.split("## Findings")[0])
+
+
+def test_the_api_alone_does_not_make_the_workload_the_incidents() -> None:
+    # The demo names the API (completions) and nothing else: its summary said "Workload (the
+    # incident's): 64 words in, 64 tokens out, 4 streams", the wizard's own numbers (found trying
+    # the README as a new user).
+    from wizard import summary
+
+    spec = {"model": "m", "endpoint": "completions", "input_tokens": 64, "output_tokens": 64,
+            "concurrency": 4}  # fmt: skip
+    rounds = [{"as": "direct", "spec": spec}]
+    api_only = summary.workload({"workload": {"endpoint": "completions"}}, rounds)
+    assert api_only is not None and api_only["incident"] is False
+    assert "the wizard's own" in summary.workload_text(api_only, "en")
+    given = summary.workload({"workload": {"endpoint": "chat", "input_tokens": 900}}, rounds)
+    assert given is not None and given["incident"] is True
+    assert "the incident's" in summary.workload_text(given, "en")

@@ -98,6 +98,10 @@ def _state(m: dict[str, Any]) -> dict[str, Any]:
             "fingerprint": m["fingerprint"], "round": m["round"]}  # fmt: skip
 
 
+# What of the incident's request shape makes a round the incident's, not the wizard's own.
+SHAPE_KEYS = ("model", "input_tokens", "output_tokens", "concurrency", "body")
+
+
 def workload(header: dict[str, Any], measurements: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The request shape the baseline was measured with (its spec), and whether it was the
     incident's (``run --model/--endpoint/... or --request-body``) or the wizard's own."""
@@ -107,7 +111,9 @@ def workload(header: dict[str, Any], measurements: list[dict[str, Any]]) -> dict
         return None
     spec = first["spec"]
     return {
-        "incident": bool(given), "model": spec.get("model"), "endpoint": spec.get("endpoint"),
+        # The API alone (the demo names it) leaves the lengths and streams the wizard's own.
+        "incident": any(given.get(key) is not None for key in SHAPE_KEYS),
+        "model": spec.get("model"), "endpoint": spec.get("endpoint"),
         "input_tokens": spec.get("input_tokens"), "output_tokens": spec.get("output_tokens"),
         "concurrency": spec.get("concurrency"), "request_body": given.get("body_file"),
         "request_body_sha256": given.get("body_sha256"),
