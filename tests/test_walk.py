@@ -235,6 +235,10 @@ def test_unreachable_target_fails_in_one_line_and_writes_nothing(tmp_path: Path)
         ("gpus: \xff\xfe\n", "not UTF-8 text"),
         # A key pasted under the wrong question is never echoed.
         ("gpus: sk-canary-7f3a9\n", "must be a number, got a text of 15 characters"),
+        # ... nor pasted where a question id goes (it was quoted back), and a bad value names
+        # the file it is in (found trying the README as a new user).
+        ("sk-canary-7f3a9: yes\n", "(a key of 15 characters, not shown: it may be a secret)"),
+        ("run_loadgen: maybe\n", "answers.yaml: answer to 'run_loadgen' must be yes or no"),
     ],
 )
 def test_bad_answers_files(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -122,6 +123,18 @@ class AutoOperator:
         )
 
 
+# What a question id or a finding code looks like; any other key is not echoed.
+ID_LIKE = re.compile(r"[a-z][a-z0-9_]{0,63}|LAT\d{3}")
+
+
+def _shown_key(key: Any) -> str:
+    """An unknown key as an error may show it: quoted when it looks like an id (a typo to fix),
+    else only its length: a hurried paste may have put a secret where a key goes."""
+    if isinstance(key, str) and ID_LIKE.fullmatch(key):
+        return f"'{key}'"
+    return f"(a key of {len(str(key))} characters, not shown: it may be a secret)"
+
+
 class ScriptedOperator:
     """Answers and decisions from a YAML file."""
 
@@ -162,9 +175,12 @@ class ScriptedOperator:
                         f"{path}: {key}: a change decision is 'apply', 'skip' or a mapping"
                     )
             elif key in questions:
-                coerce(questions[key], value)
+                try:
+                    coerce(questions[key], value)
+                except UsageError as exc:
+                    raise UsageError(f"{path}: {exc}") from None
             else:
-                raise UsageError(f"{path}: unknown question id or finding code '{key}'")
+                raise UsageError(f"{path}: unknown question id or finding code {_shown_key(key)}")
         return cls(data, applier)
 
     async def ask(self, question: Question, default: Any, lang: str, known: bool = False) -> Any:
