@@ -176,6 +176,18 @@ def test_syntax_error_is_one_line_with_file_and_line(tmp_path: Path) -> None:
         analyse(tmp_path / "missing.conf")
 
 
+def test_a_file_that_is_no_nginx_config_says_so(tmp_path: Path) -> None:
+    # An answers file given by mistake: crossplane's error has no message, and the line ended in
+    # "answers.yaml:1:" with nothing after it (found trying the README as a new user).
+    path = tmp_path / "answers.yaml"
+    path.write_text("run_loadgen: maybe\ngpus: -2\n")
+    with pytest.raises(ConfigSyntaxError) as caught:
+        analyse(path)
+    assert str(caught.value) == (
+        f"{path}:1: does not parse as an nginx config (is this the right file?)"
+    )
+
+
 def test_nginx_config_cli_json(tmp_path: Path) -> None:
     path = tmp_path / "nginx.conf"
     path.write_text(FIXTURES["LAT004"][0])

@@ -114,7 +114,10 @@ def _parse_one(path: str, text: str, display: str) -> list[dict[str, Any]]:
         result = crossplane.parse(str(copy), single=True, check_ctx=False, check_args=False)
     if result["status"] != "ok":
         error = result["errors"][0]
-        message = re.sub(r" in \S+:\d+$", "", str(error["error"]))
+        # crossplane gives no message for some text that is no nginx config at all (a YAML file).
+        message = re.sub(r" in \S+:\d+$", "", str(error["error"])) or (
+            "does not parse as an nginx config (is this the right file?)"
+        )
         raise ConfigSyntaxError(f"{display}:{error.get('line') or 1}: {message}")
     parsed: list[dict[str, Any]] = result["config"][0]["parsed"]
     _tag(parsed, path)
