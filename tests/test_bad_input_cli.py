@@ -173,3 +173,26 @@ def test_a_timeout_that_is_no_time_is_refused(
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].endswith(f"argument --timeout: {message}")
     assert "Traceback" not in result.stderr and not path.exists()
+
+
+@pytest.mark.parametrize(
+    ("target", "base"),
+    [
+        ("http://127.0.0.1:9/v1", "http://127.0.0.1:9"),
+        ("http://127.0.0.1:9/v1/", "http://127.0.0.1:9"),
+        ("https://gw.example/llm/v1/completions", "https://gw.example/llm"),
+        ("http://user:sk-canary-1@127.0.0.1:9/v1", "http://***@127.0.0.1:9"),
+    ],
+)
+def test_a_target_with_the_apis_v1_gets_its_base_url(
+    tmp_path: Path, target: str, base: str
+) -> None:
+    # A base URL pasted from a client's config (…/v1) passed the check, and every request then
+    # went to /v1/v1/...: 404 in every round (found trying the README as a new user).
+    path = tmp_path / "walk.ndjson"
+    result = cli("run", "--auto", "--target", target, "--transcript", str(path))
+    assert result.returncode == 2
+    assert one_line(result).endswith(
+        f"give the server's base URL without /v1 ({base}); the wizard adds the paths"
+    )
+    assert "canary" not in result.stderr and not path.exists()

@@ -38,6 +38,26 @@ def seconds(text: str) -> float:
     return value
 
 
+def check_base_url(url: str) -> None:
+    """A server's base URL, as every probe adds its path to it: http(s), and without the API's own
+    ``/v1`` (pasted from a client's config, it made every request ``/v1/v1/...``: a 404 each)."""
+    from urllib.parse import urlsplit
+
+    from wizard.auth import without_userinfo
+    from wizard.errors import UsageError
+
+    shown = without_userinfo(url)  # a key given in the URL is never echoed
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"{shown!r} is not an http(s) URL")
+    parts = urlsplit(shown)
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1") or "/v1/" in path:
+        base = f"{parts.scheme}://{parts.netloc}{path[: path.find('/v1')]}"
+        raise UsageError(
+            f"{shown!r}: give the server's base URL without /v1 ({base}); the wizard adds the paths"
+        )
+
+
 SALVAGE_HELP = (
     "keep the verified part of a damaged transcript (a last line cut mid-write, a torn tail after "
     "a full disk): everything from the first line that does not verify is left out, and standard "

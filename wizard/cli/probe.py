@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from wizard.cli.inputs import seconds
+from wizard.cli.inputs import check_base_url, seconds
 
 DEFINITIONS = """\
 definitions:
@@ -491,13 +491,11 @@ def run_proxy(args: argparse.Namespace) -> int:
     """Compare the two paths and print the verdict."""
     from wizard import aio
     from wizard.auth import api_key_from_env, auth_headers
-    from wizard.errors import UsageError
     from wizard.probes.proxy_compare import compare_paths
     from wizard.render import proxy_view
 
     for url in (args.direct, args.via):
-        if not url.startswith(("http://", "https://")):
-            raise UsageError(f"{url!r} is not an http(s) URL")
+        check_base_url(url)
     args.target = args.direct
     _check(args, "repeat")
     api_key = api_key_from_env(args.api_key_env)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from wizard.cli.inputs import SALVAGE_HELP, seconds, transcript_input
+from wizard.cli.inputs import SALVAGE_HELP, check_base_url, seconds, transcript_input
 
 RUN_DESCRIPTION = """\
 Walk the diagnosis (baseline, entry point, resources/KV cache/scheduling, parallelism/start-up,
@@ -190,7 +190,6 @@ def run_command(args: argparse.Namespace) -> int:
     """Start a new walk."""
     from wizard import playbook as playbook_module
     from wizard.auth import api_key_from_env, url_secrets
-    from wizard.errors import UsageError
     from wizard.transcript import Redactor
     from wizard.workload import from_arguments
 
@@ -199,8 +198,7 @@ def run_command(args: argparse.Namespace) -> int:
                               args.concurrency, args.request_body)  # fmt: skip
     fleet = _read_fleet(args)
     for url in filter(None, (args.target, args.proxy)):
-        if not url.startswith(("http://", "https://")):
-            raise UsageError(f"{url!r} is not an http(s) URL")
+        check_base_url(url)
     if args.replica:
         from wizard.probes.replica_sources import from_list
 
