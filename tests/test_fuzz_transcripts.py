@@ -164,6 +164,14 @@ def test_replay_and_export_of_a_forged_transcript_say_what_they_cannot_show(
                                       "title": "t", "evidence": "e", "advice": "a",
                                       "change": None, "docs": []}},
          "data.severity is '', not one of info, warn, fail"),
+        # Found by the long fuzz run (seed 5012): AttributeError in the walk's probe line, and
+        # in the Markdown and HTML summaries (an audit detail that is a number).
+        ({"type": "probe_result", "data": {"probe": "endpoints", "as": "endpoints", "error": None,
+                                           "facts": None}},
+         "data.facts is null for a probe that succeeded"),
+        ({"type": "probe_result", "data": {"probe": "audit", "as": "audit", "error": None,
+                                           "facts": {"cold_steady_mixed_detail": -1}}},
+         "data.facts.cold_steady_mixed_detail is a int"),
     ],
 )  # fmt: skip
 def test_an_event_that_does_not_fit_is_one_line(event: dict[str, Any], note: str) -> None:

@@ -73,6 +73,11 @@ LOADGEN_FACTS = {"reasons?": Opt([str]), "client?": Opt(dict), "loadgen?": Opt(d
 # The facts of the probes whose results are drawn field by field; others are listed as they are.
 PROBE_FACTS = {
     "measure": MEASURE_FACTS,
+    # The summary lists each flag's detail as written (report.py audit_details).
+    "audit": {
+        f"{flag}_detail?": Opt(str)
+        for flag in ("cold_steady_mixed", "multiple_changes", "total_time_only", "cross_scenario")
+    },
     "validate": LOADGEN_FACTS,
     "host": {"source": ANY, "interconnect": ANY, "gpu_names?": Opt([ANY]), "notes?": Opt([ANY])},
     "vllm-log": {"file?": ANY, "errors?": Opt([{"kind": ANY, "line": ANY}])},
@@ -153,9 +158,11 @@ def problem(event: dict[str, Any]) -> str | None:
     shape = SHAPES.get(kind)
     why = None if shape is None else _mismatch(data, shape, "data")
     if why is None and kind == "probe_result" and data["error"] is None:
+        if data["facts"] is None:  # what a probe that succeeded found is what is read of it
+            return "data.facts is null for a probe that succeeded"
         facts_shape = PROBE_FACTS.get(data["probe"])
         if facts_shape is not None:
-            why = _mismatch(data["facts"] or {}, facts_shape, "data.facts")
+            why = _mismatch(data["facts"], facts_shape, "data.facts")
     return why
 
 
