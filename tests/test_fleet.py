@@ -213,6 +213,20 @@ def test_run_over_a_healthy_fleet_without_target_says_to_pass_one(
     assert not path.exists()  # nothing written before the walk could start
 
 
+def walk_healthy_replica(
+    fleet: Fleet, job: str, tmp_path: Path, path: Path
+) -> subprocess.CompletedProcess[str]:
+    """``run --auto --prometheus`` over ``job`` with --target on a healthy replica; only the
+    probes up to the fleet step, so the walk takes seconds."""
+    book = playbook_with_probes_only(tmp_path, ("fleet",))
+    return subprocess.run(
+        wizard_command("run", "--auto", "--playbook", str(book), "--target", fleet.healthy[0].url,
+                       "--prometheus", fleet.prometheus.url, "--job", job, "--window", WINDOW,
+                       "--transcript", str(path)),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
 def test_a_walk_of_a_healthy_replica_keeps_the_faulty_one_as_a_cause(
     fleet: Fleet, tmp_path: Path
 ) -> None:
@@ -220,13 +234,7 @@ def test_a_walk_of_a_healthy_replica_keeps_the_faulty_one_as_a_cause(
     from wizard import transcript
 
     path = tmp_path / "walk.ndjson"
-    book = playbook_with_probes_only(tmp_path, ("fleet",))
-    result = subprocess.run(
-        wizard_command("run", "--auto", "--playbook", str(book), "--target", fleet.healthy[0].url,
-                       "--prometheus", fleet.prometheus.url, "--job", "faulty", "--window", WINDOW,
-                       "--transcript", str(path)),
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    result = walk_healthy_replica(fleet, "faulty", tmp_path, path)
     end = assert_walk_exit(result, path)
     findings = {
         e["data"]["code"]: e["data"] for e in transcript.load(path).events if e["type"] == "finding"
@@ -242,13 +250,7 @@ def test_a_walk_of_a_healthy_fleet_gives_no_cause(fleet: Fleet, tmp_path: Path) 
     from wizard import transcript
 
     path = tmp_path / "walk.ndjson"
-    book = playbook_with_probes_only(tmp_path, ("fleet",))
-    result = subprocess.run(
-        wizard_command("run", "--auto", "--playbook", str(book), "--target", fleet.healthy[0].url,
-                       "--prometheus", fleet.prometheus.url, "--job", "healthy", "--window", WINDOW,
-                       "--transcript", str(path)),
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    result = walk_healthy_replica(fleet, "healthy", tmp_path, path)
     end = assert_walk_exit(result, path)
     events = transcript.load(path).events
     recorded = next(e["data"]["facts"] for e in events
