@@ -196,3 +196,50 @@ def test_a_target_with_the_apis_v1_gets_its_base_url(
         f"give the server's base URL without /v1 ({base}); the wizard adds the paths"
     )
     assert "canary" not in result.stderr and not path.exists()
+
+
+@pytest.fixture
+def file_server(tmp_path: Path) -> Iterator[str]:
+    """A plain HTTP server that is no vLLM: Python's own file server, on loopback."""
+    import sys
+    import time
+
+    port = free_port()
+    served = tmp_path / "www"
+    served.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "-d", str(served)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the file server did not start"
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_a_target_that_answers_http_but_is_no_openai_api(
+    file_server: str, tmp_path: Path
+) -> None:
+    """The walk stops after the endpoints probe: no round, LAT021 says what to give, exit 4."""
+    path = tmp_path / "walk.ndjson"
+    result = cli("run", "--target", file_server, "--auto", "--transcript", str(path))
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert f"{file_server} answered HTTP (/health 404, /v1/models 404) but lists no models" in (
+        " ".join(result.stdout.split())
+    )
+    assert "the base URL of the vLLM server" in " ".join(result.stdout.split())
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    probes = [e["data"]["probe"] for e in events if e["type"] == "probe_result"]
+    assert probes == ["endpoints", "host", "vllm-log", "fleet"]  # no round, no LoadGen
+    assert [e["data"]["code"] for e in events if e["type"] == "finding"] == ["LAT021"]
+    assert events[-1]["type"] == "end" and events[-1]["data"]["outcome"] == "nothing_measured"
+    assert cli("replay", str(path)).returncode == 0
