@@ -34,6 +34,9 @@ COMPARED_SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms")
 REPEATS_WHEN_INCONCLUSIVE = 2
 # Findings about the wizard's own measurement, never a cause of the incident.
 MEASUREMENT_CAUSES = frozenset({"client_saturated"})
+# What a change's own round is compared with, on the path where the change acts; any other
+# comparison (LoadGen after the last change, on the direct path) validates every change together.
+CHANGE_COMPARISONS = ("baseline", "previous round")
 # The wizard's target is no OpenAI API (LAT021): the walk stops before any round, nothing measured.
 UNMEASURABLE_CAUSES = frozenset({"wrong_endpoint"})
 
@@ -514,7 +517,7 @@ async def _remeasure(session: Session, node: Node, finding: Finding, restarted: 
             break
         after.append(session.measurements[-1])
     expected = finding.expected_worse
-    for state, against in zip(states, ("baseline", "previous round"), strict=False):
+    for state, against in zip(states, CHANGE_COMPARISONS, strict=False):
         _compare(session, node, state, after, against, expected)
 
 

@@ -90,6 +90,9 @@ WORDS: dict[str, dict[str, str]] = {
     "col.requests": {"en": "requests ok", "zh": "成功请求"},
     "col.result": {"en": "result", "zh": "结果"},
     "col.change": {"en": "change", "zh": "变更"},
+    # LoadGen before the first change and after the last, on its own path: no one change's effect.
+    "validation_on": {"en": "Validation, {path} path (every change together)",
+                      "zh": "验证，{path} 路径（全部变更合计）"},
     "col.judged": {"en": "judged on", "zh": "判断依据"},
     "col.before": {"en": "before", "zh": "之前"},
     "col.after": {"en": "after", "zh": "之后"},
