@@ -8,6 +8,7 @@ restart), and auth-required walked without the key (every round and LoadGen run 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -322,3 +323,26 @@ def test_loadgen_is_credited_to_no_change_but_listed_as_validation_on_its_path()
         ("loadgen_before", "loadgen", "direct")
     ]
     assert "验证，direct 路径（全部变更合计）" in export(NGINX, "md", "--lang", "zh")
+
+
+AXIS_PROBE = """(() => Array.from(document.querySelectorAll('.charts figure')).map(f => ({
+  title: Array.from(f.querySelectorAll('.title')).map(t => t.textContent).join(' '),
+  labels: Array.from(f.querySelectorAll('g.axis.y text')).map(t => {
+    const box = t.getBoundingClientRect();
+    return {text: t.textContent, top: box.top, bottom: box.bottom};
+  }),
+})))()"""
+
+
+@pytest.mark.parametrize("transcript_path", [NGINX, KV], ids=["nginx", "kv-pressure"])
+def test_chart_axis_labels_never_overlap(transcript_path: Path, tmp_path: Path) -> None:
+    """Every y-axis label of every chart, as Chromium lays it out, clears its neighbours."""
+    page = tmp_path / "summary.html"
+    page.write_text(export(transcript_path, "html"))
+    charts = chromium.load(page, AXIS_PROBE)["value"]
+    assert charts
+    for chart in charts:
+        labels = sorted(chart["labels"], key=lambda label: label["top"])
+        assert len(labels) >= 2, chart  # a scale to read, not a bare axis
+        for upper, lower in itertools.pairwise(labels):
+            assert upper["bottom"] <= lower["top"], (chart["title"], upper, lower)
