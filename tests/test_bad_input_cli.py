@@ -243,6 +243,11 @@ def test_a_target_that_answers_http_but_is_no_openai_api(file_server: str, tmp_p
     assert [e["data"]["code"] for e in events if e["type"] == "finding"] == ["LAT021"]
     assert events[-1]["type"] == "end" and events[-1]["data"]["outcome"] == "nothing_measured"
     assert cli("replay", str(path)).returncode == 0
+    zh = cli("run", "--target", file_server, "--auto", "--lang", "zh",
+             "--transcript", str(tmp_path / "zh.ndjson"))  # fmt: skip
+    assert zh.returncode == 4
+    said = "".join(zh.stdout.split())
+    assert "目标地址不是OpenAIAPI" in said and "诊断已停止：这个目标上没有可测量的对象" in said
 
 
 def test_the_log_hint_only_where_the_log_can_tell(tmp_path: Path) -> None:

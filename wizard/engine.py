@@ -427,7 +427,8 @@ async def _finding(session: Session, node: Node, finding: Finding) -> None:
         return
     unusable = changes.unusable(finding.change)
     if unusable:
-        note(session, node.id, "note.no_value", code=finding.code, why=unusable)
+        note(session, node.id, "note.no_value", code=finding.code,
+             why=recorded("not_applicable", unusable))  # fmt: skip
         if finding.change.get("not_applicable") or finding.change.get("layer") == "measurement":
             return
         # No value computed (the server's current one is unknown): the change still says what
