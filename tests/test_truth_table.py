@@ -54,6 +54,11 @@ ROWS = [
     # spec-decode counters and the loaded round's TPOT, turned off by the demo (no draft position
     # accepted half the time), and the repeated loaded round verifies no drafts.
     ("speculative-decoding", False, (), {"speculative_decoding_costly"}, set()),
+    # The API server's one core saturated at 8 streams (its per-token work) while the engine
+    # idles: found from process_cpu_seconds_total and the client's TPOT past the engine's own
+    # gap, a second API server started by the demo, and the repeated loaded round's TPOT back
+    # at the engine's gap.
+    ("api-server-cpu", False, (), {"api_server_cpu_saturated"}, set()),
     # TP across two nodes: the layout verdict from the log and one node's files; the demo cannot
     # move GPUs between hosts.
     ("tp-across-nodes", False, (), {"multinode_layout"}, {"multinode_layout"}),

@@ -228,6 +228,13 @@ class _ServerWatch:
             "kv_usage_max": peak([s.kv_cache_usage for s in usable]),
             "preemptions": change["preemptions"],
             "server_ttft_mean_ms": server_ttft * 1000 if server_ttft is not None else None,
+            # The engine's own inter-token gap (engine-core timestamps, facts §1.1): its steps,
+            # without what the API server and the network add on the way to the client.
+            "server_itl_mean_ms": change["server_itl_mean_s"] * 1000
+            if change["server_itl_mean_s"] is not None
+            else None,
+            # The API server process's CPU over the round, in cores (None with several of them).
+            "api_server_cpu_cores": change["api_server_cpu_cores"],
             # The engine's prefill time (scheduled to first token): no queue, no network.
             "prefill_mean_ms": prefill * 1000 if prefill is not None else None,
             "ttft_outside_engine_ms": outside_ms,

@@ -92,6 +92,17 @@ class StepCosts:
 
 
 @dataclass(frozen=True)
+class ApiServerCosts:
+    """CPU milliseconds of the API server's work (``wizard.sim.api_server``): rendering and
+    tokenizing a request, and detokenizing and serializing one streamed token. The defaults (an
+    8B model's tokenizer on a server CPU core) keep a process under a tenth of a core at the
+    walk's loads."""
+
+    per_request_ms: float = 0.5
+    per_token_ms: float = 0.1
+
+
+@dataclass(frozen=True)
 class SpeculativeConfig:
     """``--speculative-config`` (vLLM's ``SpeculativeConfig``), plus how often drafts are right.
 
@@ -204,6 +215,10 @@ class SimConfig:
     kv_bytes_per_token: int = 131072
     costs: StepCosts = StepCosts()
     cold_start: ColdStart = ColdStart()
+    # --api-server-count: API server processes, each one core (wizard.sim.api_server); vLLM's
+    # default is data_parallel_size, 1 here.
+    api_server_count: int = 1
+    api_server_costs: ApiServerCosts = ApiServerCosts()
 
     def replace(self, **changes: object) -> SimConfig:
         """Return a copy with some fields changed."""
@@ -422,6 +437,7 @@ def _check_positive(config: SimConfig) -> None:
         "tensor_parallel_size": config.tensor_parallel_size,
         "pipeline_parallel_size": config.pipeline_parallel_size,
         "nodes": config.nodes,
+        "api_server_count": config.api_server_count,
     }
     for name, value in checks.items():
         if value is not None and value < 1:

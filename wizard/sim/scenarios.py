@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from wizard.errors import UsageError
-from wizard.sim.config import ColdStart, SimConfig, SpeculativeConfig, StepCosts
+from wizard.sim.config import ApiServerCosts, ColdStart, SimConfig, SpeculativeConfig, StepCosts
 
 
 @dataclass(frozen=True)
@@ -142,6 +142,19 @@ SCENARIOS: dict[str, Scenario] = {
                 "speculative_config": SpeculativeConfig("ngram", 4, 0.45),
                 "costs": StepCosts(per_decode_seq_ms=0.5),
             },
+        ),
+        Scenario(
+            "api-server-cpu",
+            "One API server process (vLLM's default) whose per-token work is slow: a tokenizer "
+            "without its fast implementation on a shared vCPU, 2 ms of CPU to detokenize and "
+            "serialize each streamed token.",
+            "At 4 streams the API server needs about 0.8 of its core; at 8 it would need more "
+            "than one, so every event waits behind the others and TTFT and TPOT grow with the "
+            "concurrency while the engine's own steps (vllm:inter_token_latency_seconds), its "
+            "queue and its KV cache stay as they were. process_cpu_seconds_total of the API "
+            "server rises at about one core a second. Fix: --api-server-count 2.",
+            ("api_server_cpu_saturated",),
+            {"api_server_costs": ApiServerCosts(per_token_ms=2.0)},
         ),
         Scenario(
             "cold-start-heavy",
