@@ -75,6 +75,9 @@ class StepCosts:
     same step, each one a query over the sequence's KV cache like a decode (``per_decode_seq_ms``),
     and a draft model runs one pass per draft position before the step (``draft_fixed_ms`` plus
     ``draft_per_seq_ms`` a sequence); an n-gram proposer looks its drafts up on the CPU for free.
+    Every sequence under a structured-output constraint has its token bitmask filled on the
+    engine core's CPU before the step: ``grammar_mask_ms`` plus ``grammar_mask_ms_per_kchar`` for
+    every thousand characters of its grammar (``wizard.sim.structured``), one after another.
     The defaults give ~10 ms decode steps at small batch and 5,000 prefill tokens per 100 ms.
     """
 
@@ -89,6 +92,8 @@ class StepCosts:
     pp_hop_network_ms: float = 1.5
     draft_fixed_ms: float = 1.0
     draft_per_seq_ms: float = 0.02
+    grammar_mask_ms: float = 0.05
+    grammar_mask_ms_per_kchar: float = 0.2
 
 
 @dataclass(frozen=True)

@@ -270,8 +270,9 @@ class SimServer:
         prefix = "chatcmpl" if chat else "cmpl"
         request_id = f"{prefix}-{secrets.token_hex(8)}"
         sim_request = SimRequest(
-            request_id, parsed.prompt_tokens, parsed.max_tokens, prompt=parsed.prompt
-        )
+            request_id, parsed.prompt_tokens, parsed.max_tokens, prompt=parsed.prompt,
+            grammar_chars=parsed.grammar_chars,
+        )  # fmt: skip
         # The API server renders and tokenizes the request before the engine sees it.
         process = self.api_servers.assign()
         await self.api_servers.request(process)
