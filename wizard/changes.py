@@ -639,6 +639,46 @@ def more_api_servers(
     }  # fmt: skip
 
 
+# LAT019's bar: the constrained round's TPOT at most this multiple of the unconstrained one's.
+CONSTRAINT_BAR = 1.2
+
+
+def smaller_constraint(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT019: the constraint cut to the size whose work stays within LAT019's bar.
+
+    The engine core fills each constrained sequence's token mask every step, work that grows
+    with the grammar: the larger of the extra TPOT and the extra TTFT the constraint cost
+    (relative to the same requests without it), scaled to the 20 % the bar allows, gives the
+    share of the constraint's size to keep.
+    """
+    chars = _fact(facts, "session.constraint_chars")
+    fields = _fact(facts, "session.constraint_fields") or []
+    ratios = []
+    for segment in ("tpot_p50", "ttft_p50"):
+        with_it = _fact(facts, f"direct.steady.{segment}")
+        without = _fact(facts, f"unconstrained.steady.{segment}")
+        if isinstance(with_it, int | float) and isinstance(without, int | float) and without > 0:
+            ratios.append((with_it / without, segment.removesuffix("_p50").upper()))
+    excess, segment = max(ratios, default=(0.0, ""))
+    excess -= 1
+    if not isinstance(chars, int) or chars <= 0 or excess <= CONSTRAINT_BAR - 1:
+        return _unknown(template, "the constraint's price",
+                        "a smaller schema (fewer properties, enums and alternatives)")  # fmt: skip
+    after = max(1, round(chars * (CONSTRAINT_BAR - 1) / excess))
+    named = ", ".join(str(f) for f in fields) or "constraint"
+    return {
+        "layer": "client", "parameter": "constraint_chars", "before": chars,
+        "before_from": "session.constraint_chars", "after": after,
+        "apply": f"send a {named} of at most about {after} characters (now {chars}): fewer "
+                 "properties, enums and alternatives, then walk again with the new --request-body",
+        "basis": f"{segment} p50 {excess:.0%} above the same requests without the constraint "
+                 f"of {chars} characters, where the bar is {CONSTRAINT_BAR - 1:.0%}; the mask's "
+                 "work grows with the grammar",
+    }  # fmt: skip
+
+
 COMPUTERS: dict[str, Computer] = {
     "kv_room": kv_room, "fewer_seqs": fewer_seqs, "more_seqs": more_seqs,
     "smaller_budget": smaller_budget, "larger_budget": larger_budget,
@@ -648,7 +688,7 @@ COMPUTERS: dict[str, Computer] = {
     "lower_client_concurrency": lower_client_concurrency, "prefix_caching_on": prefix_caching_on,
     "chunked_prefill_on": chunked_prefill_on, "graphs_on": graphs_on,
     "parallel_layout": parallel_layout, "fewer_speculative_tokens": fewer_speculative_tokens,
-    "more_api_servers": more_api_servers,
+    "more_api_servers": more_api_servers, "smaller_constraint": smaller_constraint,
 }  # fmt: skip
 
 
