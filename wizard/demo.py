@@ -35,6 +35,7 @@ SIM_FLAGS = {
     "max_num_batched_tokens": "--max-num-batched-tokens",
     "max_num_seqs": "--max-num-seqs",
     "max_model_len": "--max-model-len",
+    "api_server_count": "--api-server-count",
 }
 # Switches: "True" gives --NAME, "False" --no-NAME.
 SIM_SWITCHES = {

@@ -209,6 +209,11 @@ async def walk(session: Session, start: str | None = None) -> None:
             "nginx_conf": session.ctx.nginx_conf,
             # The API the operator named (run --endpoint, or the body's): no need to ask.
             "endpoint": (session.ctx.workload or Workload()).endpoint,
+            # The incident's body constrains its output (structured outputs): its price is
+            # measured by the same round without the constraint.
+            "constraint_fields": (session.ctx.workload or Workload()).constraint_fields,
+            "constrained": bool((session.ctx.workload or Workload()).constraint_fields),
+            "constraint_chars": (session.ctx.workload or Workload()).constraint_chars,
         },
     )
     session.ctx.session = session  # the audit probe reads the session's history

@@ -79,7 +79,7 @@ def demo_command(args: argparse.Namespace) -> int:
     from wizard.transcript import Redactor
     from wizard.workload import Workload
 
-    get_scenario(args.scenario)  # unknown names fail before anything starts
+    scenario = get_scenario(args.scenario)  # unknown names fail before anything starts
     flags = engine_flags(args.engine_flag)
     book = playbook.load()
     screen = console()
@@ -119,8 +119,10 @@ def demo_command(args: argparse.Namespace) -> int:
                   "host_evidence": None if "host" in args.withhold else str(stack.host_evidence),
                   "demo": {"scenario": args.scenario, "nginx": proxy is not None,
                            "engine_flags": flags, "withheld": sorted(set(args.withhold))},
-                  # The demo's incident is completions traffic (its simulator answers both APIs).
-                  "workload": Workload(endpoint="completions").to_header()}  # fmt: skip
+                  # The demo's incident is completions traffic (its simulator answers both APIs),
+                  # with the scenario's own requests where the fault is in them.
+                  "workload": Workload(endpoint="completions",
+                                       body=scenario.incident_body).to_header()}  # fmt: skip
         writer = _create(path, header, Redactor())
         args.timeout = 60.0
         hint = "the demo's processes are stopped with it; start it again with: latency-wizard demo"

@@ -28,7 +28,7 @@ from wizard.probes.load import Progress, run_load
 from wizard.probes.metrics import MetricsSnapshot, delta, scrape
 from wizard.probes.runner import report_progress
 from wizard.probes.stream import RequestSpec
-from wizard.workload import prompt_words
+from wizard.workload import body_sha256, prompt_words
 
 WATCH_INTERVAL_S = 0.2
 DEFAULTS: dict[str, Any] = {
@@ -99,7 +99,8 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     spec = MeasurementSpec(
         model=model, endpoint=request.endpoint, input_tokens=request.input_tokens,
         output_tokens=request.max_tokens, concurrency=result.concurrency, access_path=url,
-        warm_state="steady", request_body=body_hash(ctx),
+        warm_state="steady",
+        request_body=body_sha256(request.template) if request.template else body_hash(ctx),
     )  # fmt: skip
     report = result.to_dict()
     measurement = result.measurement(spec)
@@ -132,6 +133,8 @@ def request_spec(ctx: Any, settings: dict[str, Any], model: str) -> RequestSpec:
     """What one round sends: its own synthetic prompt, or the incident's body (``replay_body``)."""
     workload = ctx.workload
     template: dict[str, Any] | None = workload.body if workload is not None else None
+    if settings.get("unconstrained") and workload is not None:
+        template = workload.unconstrained_body()  # the contrast round: no output constraint
     max_tokens = int(settings["max_tokens"])
     input_tokens = int(settings["input_tokens"])
     replay = bool(settings.get("replay_body"))
@@ -228,6 +231,13 @@ class _ServerWatch:
             "kv_usage_max": peak([s.kv_cache_usage for s in usable]),
             "preemptions": change["preemptions"],
             "server_ttft_mean_ms": server_ttft * 1000 if server_ttft is not None else None,
+            # The engine's own inter-token gap (engine-core timestamps, facts §1.1): its steps,
+            # without what the API server and the network add on the way to the client.
+            "server_itl_mean_ms": change["server_itl_mean_s"] * 1000
+            if change["server_itl_mean_s"] is not None
+            else None,
+            # The API server process's CPU over the round, in cores (None with several of them).
+            "api_server_cpu_cores": change["api_server_cpu_cores"],
             # The engine's prefill time (scheduled to first token): no queue, no network.
             "prefill_mean_ms": prefill * 1000 if prefill is not None else None,
             "ttft_outside_engine_ms": outside_ms,

@@ -6,11 +6,16 @@ from wizard.sim.config import SimConfig
 
 
 def step_time_ms(
-    config: SimConfig, prefill_tokens: int, decode_seqs: int, draft_tokens: int = 0
+    config: SimConfig,
+    prefill_tokens: int,
+    decode_seqs: int,
+    draft_tokens: int = 0,
+    grammar_chars: tuple[int, ...] = (),
 ) -> float:
     """Return the wall time of one step (see ``StepCosts`` for the model and its constants).
 
     ``draft_tokens``: the speculative tokens verified in the step, over the ``decode_seqs``.
+    ``grammar_chars``: the constraint size of each constrained sequence in the step.
     """
     costs = config.costs
     tp = config.tensor_parallel_size
@@ -29,7 +34,14 @@ def step_time_ms(
     stages = config.pipeline_parallel_size - 1
     across = min(stages, config.nodes - 1)  # stages laid out node after node
     hops = (stages - across) * costs.pp_hop_ms + across * costs.pp_hop_network_ms
-    return fixed + compute + communication + hops
+    return fixed + compute + communication + hops + _bitmask_ms(config, grammar_chars)
+
+
+def _bitmask_ms(config: SimConfig, grammar_chars: tuple[int, ...]) -> float:
+    """The engine core fills each constrained sequence's token bitmask before the step."""
+    costs = config.costs
+    return sum(costs.grammar_mask_ms + chars / 1000 * costs.grammar_mask_ms_per_kchar
+               for chars in grammar_chars)  # fmt: skip
 
 
 def _drafting_ms(config: SimConfig, decode_seqs: int) -> float:
