@@ -231,6 +231,10 @@ class _ServerWatch:
             # The engine's prefill time (scheduled to first token): no queue, no network.
             "prefill_mean_ms": prefill * 1000 if prefill is not None else None,
             "ttft_outside_engine_ms": outside_ms,
+            # The engine's own mean gap between tokens over the round: the pace of the stream,
+            # which a starved client cannot corrupt (its own TPOT reads ~0 when a whole stream
+            # arrives in one read).
+            "itl_mean_ms": itl * 1000 if (itl := change["server_itl_mean_s"]) is not None else None,
             "itl_note": change["itl_note"],
             "kv_cache_tokens": after.kv_cache_tokens,
             "num_gpu_blocks": after.num_gpu_blocks,
