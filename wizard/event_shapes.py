@@ -132,6 +132,7 @@ SHAPES: dict[str, Any] = {
         ],
     },
     "verdict": {"code": ANY, "verdict": ANY, "round": ANY, "evidence": ANY},
+    "inconclusive": {"code": str, "rounds": [str], "reason": str},
     "resume": {"at": ANY, "server?": Opt(dict)},
     "config_check": {"verdict": ANY, "text": ANY},
     "noise": {"bands": Each(NUMBER), "rounds": [ANY]},

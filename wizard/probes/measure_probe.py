@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from wizard.contention import timings_doubtful
 from wizard.errors import WizardError
 from wizard.measure import MeasurementSpec
 from wizard.probes.endpoints import served_model
@@ -107,6 +108,10 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     server = watcher.summary(before, after, result.ok_samples)
     # The engine's own prefill time leaves the queue and the network out; without it, TTFT.
     prefill_ms = server.get("prefill_mean_ms") or steady["ttft_p50"]
+    client = report["client"]
+    client["timings_doubtful"] = timings_doubtful(
+        client, server.get("itl_mean_ms") or steady["tpot_p50"]
+    )
     return {
         "path": settings["path"],
         "shared_prefix_tokens": request.shared_prefix_tokens,
@@ -121,7 +126,7 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         ),
         "cold": flat_summary(report["cold"]["summary"]) if report["cold"] else None,
         "burst": report["steady"]["summary"]["burst"],
-        "client": report["client"],
+        "client": client,
         "client_saturated": report["client"]["saturated"],
         "values": measurement.values,
         "server": server,
