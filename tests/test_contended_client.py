@@ -114,6 +114,13 @@ def test_a_contended_round_is_measured_again_then_called_inconclusive(
     unjudged = {e["data"]["code"]: e["data"] for e in events if e["type"] == "inconclusive"}
     assert "direct" in unjudged["LAT042"]["rounds"]
     assert "waiting for a CPU" in unjudged["LAT042"]["reason"]
+    stages = [
+        e["data"]["stage_done"]
+        for e in events
+        if e["type"] == "node_exit" and e["data"].get("stage_done")
+    ]
+    baseline = next(s for s in stages if s["stage"] == "baseline")
+    assert baseline["inconclusive"] == ["LAT042"] and baseline["passed"] is False  # no PASS line
     end = next(e["data"] for e in events if e["type"] == "end")
     assert "LAT042" in end["inconclusive"] and "LAT042" not in end["findings"]
     assert not any(c == "client_saturated" for c in end["causes_remaining"])

@@ -117,11 +117,13 @@ class Session:
     stage: str | None = None
     stage_start: int = 0
     stage_errors: int = 0  # probes of this stage that failed (a stage with one did not pass)
+    stage_unjudged: int = 0  # rules inconclusive before this stage (one said in it did not pass)
 
     def enter_stage(self, stage: str) -> None:
         """A node of ``stage`` is entered: a new stage starts when it differs from the last."""
         if stage != self.stage:
             self.stage, self.stage_start, self.stage_errors = stage, len(self.findings), 0
+            self.stage_unjudged = len(self.inconclusive)
 
     def record(self, kind: str, node: str | None, data: dict[str, Any]) -> dict[str, Any]:
         """Write an event and show it."""
@@ -313,8 +315,10 @@ def _stage_result(session: Session, stage: str) -> dict[str, Any]:
     """A stage the walk leaves: the findings raised in it (no warn or fail: it passed)."""
     raised = session.findings[session.stage_start :]
     severe = [f["code"] for f in raised if f["severity"] in ("warn", "fail")]
-    return {"stage": stage, "passed": not severe and not session.stage_errors,
-            "findings": [f["code"] for f in raised], "failed_probes": session.stage_errors}  # fmt: skip
+    unjudged = list(session.inconclusive)[session.stage_unjudged :]
+    return {"stage": stage, "passed": not severe and not session.stage_errors and not unjudged,
+            "findings": [f["code"] for f in raised], "failed_probes": session.stage_errors,
+            "inconclusive": unjudged}  # fmt: skip
 
 
 async def _sweep(session: Session) -> None:
