@@ -76,7 +76,13 @@ PROBE_FACTS = {
     # The summary lists each flag's detail as written (report.py audit_details).
     "audit": {
         f"{flag}_detail?": Opt(str)
-        for flag in ("cold_steady_mixed", "multiple_changes", "total_time_only", "cross_scenario")
+        for flag in (
+            "cold_steady_mixed",
+            "multiple_changes",
+            "total_time_only",
+            "cross_scenario",
+            "budget_unjudged",
+        )
     },
     "validate": LOADGEN_FACTS,
     "host": {"source": ANY, "interconnect": ANY, "gpu_names?": Opt([ANY]), "notes?": Opt([ANY])},
