@@ -124,6 +124,11 @@ def test_a_contended_round_is_measured_again_then_called_inconclusive(
     end = next(e["data"] for e in events if e["type"] == "end")
     assert "LAT042" in end["inconclusive"] and "LAT042" not in end["findings"]
     assert not any(c == "client_saturated" for c in end["causes_remaining"])
+    # The summary says it too, instead of a plain "no cause found".
+    path = tmp_path / "walk-True.ndjson"
+    said = subprocess.run([sys.executable, "-m", "wizard", "export", str(path), "--format", "text"],
+                          capture_output=True, text=True, timeout=60, check=True).stdout  # fmt: skip
+    assert "could not be judged: LAT042 (direct)" in said and "no cause found," in said
 
 
 def test_an_uncontended_walk_judges_every_rule(healthy_sim: SimProcess, tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ def rule_unknown(condition: Any, facts: Mapping[str, Any], answers: Mapping[str,
 def reason(facts: Mapping[str, Any], rounds: list[str]) -> str:
     """The first contended round's own words about its client (the load probe's reason)."""
     for round_as in rounds:
-        said = (facts.get(round_as) or {}).get("client", {}).get("reason")
+        said = ((facts.get(round_as) or {}).get("client") or {}).get("reason")
         if said:
             return f"{round_as}: {said}"
     return ""
