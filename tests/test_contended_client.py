@@ -52,6 +52,8 @@ def test_the_client_doubts_its_timing_only_when_late_by_half_a_gap() -> None:
     held_back = {"contended": False, "send_delayed": True, "loop_lag_p90_ms": 9.0}
     assert timings_doubtful(held_back, pace_ms=None)
     assert not timings_doubtful({**contended, "contended": False}, pace_ms=0.02)
+    # A saturated client is its own bottleneck: LAT050 halves its streams, no repeat.
+    assert not timings_doubtful({**held_back, "saturated": True}, pace_ms=None)
 
 
 def test_a_rule_is_unknown_only_when_it_turns_on_a_doubtful_fact() -> None:

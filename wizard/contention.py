@@ -26,6 +26,8 @@ CLIENT_TIMED = frozenset({"steady", "cold", "burst", "values", "budget_estimate"
 
 def timings_doubtful(client: Mapping[str, Any], pace_ms: float | None) -> bool:
     """Whether a round's client, by its own self-check, timed itself rather than the server."""
+    if client.get("saturated"):  # its own bottleneck: LAT050 lowers its concurrency instead
+        return False
     if not (client.get("contended") or client.get("send_delayed")):
         return False
     lag = float(client.get("loop_lag_p90_ms") or 0.0)
