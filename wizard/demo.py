@@ -65,7 +65,7 @@ def engine_flags(given: list[str]) -> dict[str, str]:
             raise UsageError(f"--engine-flag {item!r}: expected NAME=VALUE, e.g. max_num_seqs=4")
         if name not in SIM_FLAGS and name not in SIM_ONLY_ON:
             raise UsageError(
-                f"--engine-flag {item!r}: the demo can set {', '.join(sorted([*SIM_FLAGS, *SIM_ONLY_ON]))}"
+                f"--engine-flag {item!r}: the demo can set {', '.join([*sorted(SIM_FLAGS), *SIM_ONLY_ON])}"
             )
         if name in SIM_ONLY_ON and value.strip() not in ("True", "False"):
             raise UsageError(f"--engine-flag {item!r}: {name} is True or False")
