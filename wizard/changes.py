@@ -618,7 +618,7 @@ def more_api_servers(
                         "upgrade to a vLLM V1 release, which takes --api-server-count N")  # fmt: skip
     cores = _fact(facts, "loaded.server.api_server_cpu_cores")
     tpot = _fact(facts, "loaded.steady.tpot_p50")
-    gap = _fact(facts, "loaded.server.server_itl_mean_ms")
+    gap = _fact(facts, "loaded.server.itl_mean_ms")
     if not all(isinstance(v, int | float) and v > 0 for v in (cores, tpot, gap)):
         return _unknown(template, "the API server's CPU and the engine's own inter-token gap",
                         "--api-server-count <enough processes to keep each under a core>")  # fmt: skip

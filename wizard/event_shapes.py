@@ -77,7 +77,13 @@ PROBE_FACTS = {
     # The summary lists each flag's detail as written (report.py audit_details).
     "audit": {
         f"{flag}_detail?": Opt(str)
-        for flag in ("cold_steady_mixed", "multiple_changes", "total_time_only", "cross_scenario")
+        for flag in (
+            "cold_steady_mixed",
+            "multiple_changes",
+            "total_time_only",
+            "cross_scenario",
+            "budget_unjudged",
+        )
     },
     "validate": LOADGEN_FACTS,
     "host": {"source": ANY, "interconnect": ANY, "gpu_names?": Opt([ANY]), "notes?": Opt([ANY])},
@@ -134,6 +140,7 @@ SHAPES: dict[str, Any] = {
         ],
     },
     "verdict": {"code": ANY, "verdict": ANY, "round": ANY, "evidence": ANY},
+    "inconclusive": {"code": str, "rounds": [str], "reason": str},
     "resume": {"at": ANY, "server?": Opt(dict)},
     "config_check": {"verdict": ANY, "text": ANY},
     "noise": {"bands": Each(NUMBER), "rounds": [ANY]},

@@ -92,6 +92,8 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
         # What `run`'s exit code said (no_cause | cause_remains | nothing_measured).
         "outcome": end.get("outcome"),
         "causes_remaining": end.get("causes_remaining"),
+        # Rules no round could judge: the measuring client stayed contended (contention.py).
+        "inconclusive": summary.unjudged(events),
         "baseline": baseline,
         "evidence": _evidence(facts),
         "steps": steps,

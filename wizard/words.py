@@ -182,6 +182,17 @@ WORDS: dict[str, dict[str, str]] = {
     "note.no_earlier": {"en": "no earlier {round} round to compare with", "zh": "没有更早的 {round} 轮次可比较"},
     "note.inconclusive": {"en": "a verdict is inconclusive after {n} round(s): measuring {round} again ({label}) to narrow its interval",
                           "zh": "{n} 轮后结论仍无定论：再次测量 {round}（{label}）以缩小区间"},
+    "note.contended_again": {"en": "the measuring client was contended in {round} ({why}): measuring it again ({n} of {most})",
+                             "zh": "{round} 中测量客户端受到争用（{why}）：再次测量（第 {n} 次，最多 {most} 次）"},
+    "walk.inconclusive": {"en": "{code} inconclusive: the measuring client was contended ({rounds}); {reason}",
+                          "zh": "{code} 尚无定论：测量客户端受到争用（{rounds}）；{reason}"},
+    "inconclusive_label": {"en": "Inconclusive", "zh": "尚无定论"},
+    "inconclusive_rules": {"en": "the measuring client was contended, so these could not be judged: {codes}",
+                           "zh": "测量客户端受到争用，以下各项无法判断：{codes}"},
+    "no_cause_inconclusive": {"en": "no cause found, but not every check could be judged (below)",
+                              "zh": "未找到原因，但并非每项检查都能判断（见下）"},
+    "cmp.contended": {"en": "inconclusive (client contended)",
+                      "zh": "尚无定论（客户端受到争用）"},
     "note.not_compared": {"en": "not compared with the {against}: {why}", "zh": "未与{against}比较：{why}"},
     # an operator's decision, as recorded (operator.Decision.note)
     # The playbook's own reasons a change is not offered (computed ones stay as recorded).

@@ -53,7 +53,8 @@ def register(subparsers: Any) -> None:
         metavar="NAME=VALUE",
         help="start the simulator with this vLLM flag as well, on top of the scenario (a second "
         "fault): max_num_seqs=4, max_num_batched_tokens=16384, gpu_memory_utilization=0.73, "
-        "max_model_len=...; the walk may change it like any other",
+        "max_model_len=...; the walk may change it like any other. disable_log_stats=True turns "
+        "the server's /metrics statistics off (as vLLM's --disable-log-stats)",
     )
     demo.add_argument(
         "--keep-files", action="store_true",

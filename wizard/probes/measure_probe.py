@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from wizard.contention import timings_doubtful
 from wizard.errors import WizardError
 from wizard.measure import MeasurementSpec
 from wizard.probes.endpoints import served_model
@@ -108,6 +109,10 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     server = watcher.summary(before, after, result.ok_samples)
     # The engine's own prefill time leaves the queue and the network out; without it, TTFT.
     prefill_ms = server.get("prefill_mean_ms") or steady["ttft_p50"]
+    client = report["client"]
+    client["timings_doubtful"] = timings_doubtful(
+        client, server.get("itl_mean_ms") or steady["tpot_p50"]
+    )
     return {
         "path": settings["path"],
         "shared_prefix_tokens": request.shared_prefix_tokens,
@@ -122,7 +127,7 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         ),
         "cold": flat_summary(report["cold"]["summary"]) if report["cold"] else None,
         "burst": report["steady"]["summary"]["burst"],
-        "client": report["client"],
+        "client": client,
         "client_saturated": report["client"]["saturated"],
         "values": measurement.values,
         "server": server,
@@ -231,16 +236,15 @@ class _ServerWatch:
             "kv_usage_max": peak([s.kv_cache_usage for s in usable]),
             "preemptions": change["preemptions"],
             "server_ttft_mean_ms": server_ttft * 1000 if server_ttft is not None else None,
-            # The engine's own inter-token gap (engine-core timestamps, facts §1.1): its steps,
-            # without what the API server and the network add on the way to the client.
-            "server_itl_mean_ms": change["server_itl_mean_s"] * 1000
-            if change["server_itl_mean_s"] is not None
-            else None,
             # The API server process's CPU over the round, in cores (None with several of them).
             "api_server_cpu_cores": change["api_server_cpu_cores"],
             # The engine's prefill time (scheduled to first token): no queue, no network.
             "prefill_mean_ms": prefill * 1000 if prefill is not None else None,
             "ttft_outside_engine_ms": outside_ms,
+            # The engine's own mean gap between tokens over the round: the pace of the stream,
+            # which a starved client cannot corrupt (its own TPOT reads ~0 when a whole stream
+            # arrives in one read).
+            "itl_mean_ms": itl * 1000 if (itl := change["server_itl_mean_s"]) is not None else None,
             "itl_note": change["itl_note"],
             "kv_cache_tokens": after.kv_cache_tokens,
             "num_gpu_blocks": after.num_gpu_blocks,
