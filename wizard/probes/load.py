@@ -29,6 +29,7 @@ import httpx
 import psutil
 
 from wizard.measure import ITL_PER_REQUEST, Measurement, MeasurementSpec, percentile
+from wizard.probes.protocol_backend import timing_client
 from wizard.probes.stream import (
     RequestSpec,
     StreamSample,
@@ -275,7 +276,7 @@ async def run_load(
     async with contextlib.AsyncExitStack() as stack:
         clients = [
             await stack.enter_async_context(
-                httpx.AsyncClient(limits=limits, timeout=timeout, verify=verify)
+                timing_client(limits=limits, timeout=timeout, verify=verify)
             )
             for _ in range(concurrency)
         ]
