@@ -185,12 +185,14 @@ class ProtocolStream(AsyncNetworkStream):
                 tls = await loop.start_tls(
                     receiver.transport, receiver, ssl_context, server_hostname=server_hostname
                 )
-        except TimeoutError as exc:
-            await self.aclose()
-            raise httpcore.ConnectTimeout("no TLS handshake within the connect timeout") from exc
-        except OSError as exc:  # ssl.SSLError included: a refused certificate, a plain-HTTP port
-            await self.aclose()
-            raise httpcore.ConnectError(str(exc)) from exc
+        except BaseException as exc:
+            # Cancelled too (a request's deadline): the half-open connection is nobody's else.
+            receiver.transport.close()
+            if isinstance(exc, TimeoutError):
+                raise httpcore.ConnectTimeout("no TLS handshake within the timeout") from exc
+            if isinstance(exc, OSError):  # ssl.SSLError too: a refused certificate, no TLS there
+                raise httpcore.ConnectError(str(exc)) from exc
+            raise
         if tls is None:  # the peer closed during the handshake
             raise httpcore.ConnectError("the connection closed during the TLS handshake")
         # The loop hands the same protocol the decrypted bytes; writes go through ``tls``.
