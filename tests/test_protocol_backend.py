@@ -9,6 +9,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 
 from tests.faultserver import HEADERS, event, fault_server, text_chunk, usage_chunk
 from wizard import aio
-from wizard.probes.protocol_backend import ProtocolBackend, timing_client
+from wizard.probes.protocol_backend import ProtocolBackend, ProtocolStream, timing_client
 from wizard.probes.stream import RequestSpec, StreamSample, measure_stream
 
 SPEC = RequestSpec(model="m", max_tokens=4)
@@ -213,3 +214,26 @@ def test_a_proxy_from_the_environment_is_still_used(
     sample = aio.run(run())
     assert sample.ok, sample.error
     assert proxy.first_lines == [f"POST {target}/v1/completions HTTP/1.1".encode()]
+
+
+@pytest.mark.parametrize("runner", sorted(RUNNERS))
+def test_a_read_carries_when_its_bytes_arrived_not_when_it_ran(
+    runner: str, answerer: Callable[[bytes], _Answerer]
+) -> None:
+    server = answerer(b"first")
+
+    async def run() -> tuple[int | None, int, bytes]:
+        stream = await ProtocolBackend().connect_tcp("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+        assert isinstance(stream, ProtocolStream)
+        await stream.write(b"hello")
+        # The loop receives the reply meanwhile; the read comes later, as under load.
+        while not stream.get_extra_info("is_readable"):
+            await asyncio.sleep(0.01)
+        before_read = time.monotonic_ns()
+        data = await stream.read(65536)
+        await stream.aclose()
+        return stream.last_arrival_ns, before_read, data
+
+    arrived, before_read, data = RUNNERS[runner](run())
+    assert data == b"first"
+    assert arrived is not None and arrived < before_read

@@ -3,8 +3,9 @@
 httpcore's stock backend (anyio) opens a cancel scope for every read and looks up the running
 async library each time: at 64 streams a quarter of the client's CPU went there, one read per
 token (benchmarks/results/client_cpu.md). Here the event loop hands received bytes to a Protocol
-as they come; a read returns what is already buffered without a loop turn, and only a read that
-must wait arms one timer for its timeout. A write is ``transport.write`` (the bytes leave at
+as they come, stamped with their arrival; a read returns what is already buffered without a loop
+turn, and only a read that must wait arms one timer for its timeout. ``arrival_clock`` gives the
+stamps to the code that times events. A write is ``transport.write`` (the bytes leave at
 once), waiting only when the transport says its buffer is full.
 
 Everything above the socket stays httpx's: the pool, h11, gzip, the trace extension's stamps,
@@ -16,10 +17,12 @@ error as its cause), so ``measure_stream`` sorts them into the same kinds.
 from __future__ import annotations
 
 import asyncio
+import collections
 import socket
 import ssl
+import time
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import httpcore
@@ -32,6 +35,19 @@ HIGH_WATER_BYTES = 256 * 1024
 LOW_WATER_BYTES = 64 * 1024
 # anyio's words when no address of a host accepted (reach.explain reads them as "refused").
 NO_CONNECTION = "All connection attempts failed"
+
+
+def arrival_clock(response: httpx.Response) -> Callable[[], int]:
+    """When the bytes a response last yielded arrived: its connection's last read, else now.
+
+    What h11 decodes from a read is complete the moment the read's bytes arrived. The task that
+    reads runs only after the loop has run every callback ready before it: at 64 streams that
+    stamped events milliseconds after their bytes came.
+    """
+    stream = response.extensions.get("network_stream")
+    if isinstance(stream, ProtocolStream):
+        return lambda: stream.last_arrival_ns or time.monotonic_ns()
+    return time.monotonic_ns
 
 
 def timing_client(**kwargs: Any) -> httpx.AsyncClient:
@@ -49,11 +65,15 @@ def timing_client(**kwargs: Any) -> httpx.AsyncClient:
 
 
 class _Receiver(asyncio.Protocol):
-    """What the loop read for one connection, and the state of its writes."""
+    """What the loop read for one connection, when each piece came, and the state of its writes."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
-        self.buffer = bytearray()
+        # Each piece as the loop received it, with its arrival (monotonic ns): a read returns
+        # one piece, so everything a read carries arrived at one known moment.
+        self.pieces: collections.deque[tuple[bytes, int]] = collections.deque()
+        self.buffered = 0
+        self.last_arrival_ns: int | None = None
         self.ended = False  # the peer closed, or the connection was lost
         self.error: BaseException | None = None
         self.waiter: asyncio.Future[bool] | None = None
@@ -65,8 +85,9 @@ class _Receiver(asyncio.Protocol):
         self.transport = typing.cast(asyncio.Transport, transport)  # uvloop's is no subclass
 
     def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        if len(self.buffer) > HIGH_WATER_BYTES and not self.reading_paused:
+        self.pieces.append((data, time.monotonic_ns()))
+        self.buffered += len(data)
+        if self.buffered > HIGH_WATER_BYTES and not self.reading_paused:
             self.reading_paused = True
             self._transport.pause_reading()
         self._wake()
@@ -95,9 +116,14 @@ class _Receiver(asyncio.Protocol):
         return self.transport
 
     def take(self, max_bytes: int) -> bytes:
-        data = bytes(self.buffer[:max_bytes])
-        del self.buffer[:max_bytes]
-        if self.reading_paused and len(self.buffer) < LOW_WATER_BYTES and not self.ended:
+        """The oldest piece received (at most ``max_bytes`` of it); its arrival becomes the last."""
+        data, arrival = self.pieces.popleft()
+        if len(data) > max_bytes:
+            self.pieces.appendleft((data[max_bytes:], arrival))
+            data = data[:max_bytes]
+        self.buffered -= len(data)
+        self.last_arrival_ns = arrival
+        if self.reading_paused and self.buffered < LOW_WATER_BYTES and not self.ended:
             self.reading_paused = False
             self._transport.resume_reading()
         return data
@@ -122,11 +148,16 @@ class ProtocolStream(AsyncNetworkStream):
     def __init__(self, receiver: _Receiver) -> None:
         self._receiver = receiver
 
+    @property
+    def last_arrival_ns(self) -> int | None:
+        """When the bytes of the latest read reached this process (the loop received them)."""
+        return self._receiver.last_arrival_ns
+
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         receiver = self._receiver
-        if not receiver.buffer and not receiver.ended and not await self._wait(timeout):
+        if not receiver.pieces and not receiver.ended and not await self._wait(timeout):
             raise httpcore.ReadTimeout("no data within the read timeout")
-        if receiver.buffer:
+        if receiver.pieces:
             return receiver.take(max_bytes)
         if receiver.error is not None:
             raise httpcore.ReadError(str(receiver.error)) from receiver.error
@@ -203,7 +234,7 @@ class ProtocolStream(AsyncNetworkStream):
         receiver = self._receiver
         transport = receiver.transport
         if info == "is_readable":  # what an idle connection read: the peer's close, or junk
-            return bool(receiver.buffer) or receiver.ended
+            return bool(receiver.pieces) or receiver.ended
         if transport is None:
             return None
         key = {"client_addr": "sockname", "server_addr": "peername"}.get(info, info)
