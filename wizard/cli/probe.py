@@ -384,9 +384,10 @@ async def _with_client(
     import httpx
 
     from wizard.probes.endpoints import served_model
+    from wizard.probes.protocol_backend import timing_client
     from wizard.probes.stream import RequestSpec
 
-    async with httpx.AsyncClient(timeout=httpx.Timeout(args.timeout, connect=10.0)) as client:
+    async with timing_client(timeout=httpx.Timeout(args.timeout, connect=10.0)) as client:
         model = args.model or await served_model(client, args.target, headers)
         spec = RequestSpec(
             model=model,
