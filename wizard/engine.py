@@ -25,7 +25,7 @@ from wizard.operator import Decision, Operator, coerce
 from wizard.playbook import END, Finding, Node, Playbook, ProbeCall
 from wizard.probes.runner import ProbeContext, run_probe
 from wizard.transcript import TranscriptWriter
-from wizard.words import percent, recorded, texts
+from wizard.words import LANGS, evidence_source, percent, recorded, texts
 from wizard.workload import Workload
 
 COMPARED_SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms")
@@ -281,8 +281,9 @@ async def _visit(session: Session, node: Node) -> str:
         value = coerce(question, await session.operator.ask(question, default, session.lang, known))
         session.answers[question.id] = value
         answer = {"id": question.id, "value": value}
-        if known and value == default:
+        if known and value == default and default_from is not None:
             answer["from_evidence"] = default_from
+            answer["from_evidence_texts"] = _source_texts(session, default_from)
         session.record("answer", node.id, answer)
     for call in node.probes:
         if not conditions.evaluate(call.when, session.facts, session.answers):
@@ -298,6 +299,16 @@ async def _visit(session: Session, node: Node) -> str:
         exit_data["stage_done"] = _stage_result(session, node.stage)
     session.record("node_exit", node.id, exit_data)
     return edge.to
+
+
+def _source_texts(session: Session, path: str) -> dict[str, str]:
+    """Where an answer came from, in every language (an nginx location named by its path)."""
+    parts = path.split(".")
+    location = None
+    if parts[0] == "nginxconf" and len(parts) > 3:
+        found = conditions.lookup(session.facts, ".".join([*parts[:3], "path"]))
+        location = found if isinstance(found, str) else None
+    return {lang: evidence_source(path, lang, location) for lang in LANGS}
 
 
 def _stage_result(session: Session, stage: str) -> dict[str, Any]:

@@ -89,7 +89,7 @@ PROBE_FACTS = {
 SHAPES: dict[str, Any] = {
     "node_enter": {"title": TEXT, "stage": str, "covers": [str], "explain": TEXT},
     "question": {"id": str, "text": TEXT, "default": ANY},
-    "answer": {"id": str, "value": ANY, "from_evidence?": Opt(str)},
+    "answer": {"id": str, "value": ANY, "from_evidence?": Opt(str), "from_evidence_texts?": TEXT},
     "node_exit": {
         "next": str,
         "stage_done?": Opt(
