@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 from collections.abc import Callable
-from html import unescape
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import SimProcess, assert_walk_exit, playbook_with_rule, wizard_command
+from tests.text_checks import english_sentences
 from wizard import transcript
 
 SimFactory = Callable[..., SimProcess]
@@ -106,7 +105,7 @@ def test_host_evidence_finds_too_few_cores_and_hidden_gpus(
         "vllmlog.nodes_spanned",
     )
     # The log answers the question: shown with its source, not asked.
-    assert "gpus = 4  (from the evidence: vllmlog.gpus_used; not asked)" in result.stdout
+    assert "GPUs: 4  (from the evidence: vLLM log: GPUs used; not asked)" in result.stdout
     assert questions["gpus"]["asked"] is False
 
 
@@ -314,24 +313,6 @@ def test_one_change_guard_accepts_one(parameter: str, after: str) -> None:
     from wizard.changes import more_than_one_change
 
     assert more_than_one_change(parameter, after) is None
-
-
-# An English sentence: three or more English words in a row (lower case, the first may be
-# capitalised), once code (backticks, code blocks, HTML code/pre/style), URLs, paths, flags and
-# snake_case ids are taken out. Names (MLPerf LoadGen, TTFT p50) and pairs (API server) are not.
-ENGLISH_RUN = re.compile(
-    r"(?<![\w./-])[A-Za-z]?[a-z]+(?:'[a-z]+)?(?:[ ,]+[a-z]{2,}(?:'[a-z]+)?){2,}(?![\w./-])"
-)
-
-
-def english_sentences(text: str, html: bool = False) -> list[str]:
-    if html:
-        text = re.sub(r"<(style|code|pre)\b.*?</\1>", " ", text, flags=re.S)
-        text = unescape(re.sub(r"<[^>]+>", "\n", text))
-    text = re.sub(r"```.*?```", " ", text, flags=re.S)
-    text = re.sub(r"`[^`]*`", " ", text)  # a wrapped terminal line may split a code span
-    text = re.sub(r"\S*(?:https?://|/|_|--|\.\w)\S*", " ", text)
-    return [match.group(0) for match in ENGLISH_RUN.finditer(text)]
 
 
 def test_english_sentences_are_found() -> None:

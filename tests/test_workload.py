@@ -79,7 +79,7 @@ def test_a_chat_only_server_is_walked_through_chat(sim_factory: Any, tmp_path: P
     rounds = measured(log)
     assert {"direct", "direct_aa", "loaded"} <= set(rounds), rounds.keys()
     assert {r["spec"]["endpoint"] for r in rounds.values()} == {"chat"}
-    assert "api = chat  (from the evidence: endpoints.api; not asked)" in output
+    assert "API: chat  (from the evidence: the server's endpoints: API; not asked)" in output
 
 
 @pytest.mark.timeout(300)

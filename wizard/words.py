@@ -216,6 +216,7 @@ WORDS: dict[str, dict[str, str]] = {
     # the operator's prompts (operator.InteractiveOperator.decide)
     "decide.prompt": {"en": "{code}: apply `{apply}` ({layer} {parameter})?",
                       "zh": "{code}：应用 `{apply}`（{layer} {parameter}）吗？"},
+    "decide.arrows": {"en": "(Use arrow keys)", "zh": "（用方向键选择）"},
     "decide.for_me": {"en": "apply it for me", "zh": "替我应用"},
     "decide.skip": {"en": "not applied (skip)", "zh": "不应用（跳过）"},
     "decide.by_hand": {"en": "I applied it myself", "zh": "我已自行应用"},
@@ -382,6 +383,7 @@ EVIDENCE_LABELS: dict[str, tuple[str, str, str]] = {
     "cuda_visible_devices": ("CUDA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", ""),
     # where a question's answer was found (words.evidence_source)
     "gpus_used": ("GPUs used", "使用的 GPU 数量", ""),
+    "gpus_if_cpu_only": ("no GPU (CPU backend)", "无 GPU（CPU 后端）", ""),
     "nodes_spanned": ("nodes spanned", "跨越的节点数", ""),
     "endpoint": ("API", "API", ""),
     "api": ("API", "API", ""),
