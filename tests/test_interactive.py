@@ -102,7 +102,10 @@ def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> N
     answers = {e["data"]["id"]: e["data"] for e in loaded.events if e["type"] == "answer"}
     assert answers["gpus"]["value"] == 31 and answers["run_loadgen"]["value"] is False
     assert answers["physical_cores"] == {"id": "physical_cores", "value": 32,
-                                         "from_evidence": "host.gpu_host.physical_cores"}  # fmt: skip
+                                         "from_evidence": "host.gpu_host.physical_cores",
+                                         "from_evidence_texts": {
+                                             "en": "the GPU host's files: physical cores",
+                                             "zh": "GPU 主机的文件：物理核心"}}  # fmt: skip
     assert answers["interconnect"]["from_evidence"] == "host.interconnect"
     assert "LAT030" in {e["data"]["code"] for e in loaded.events if e["type"] == "finding"}
     notes = [e["data"]["text"] for e in loaded.events if e["type"] == "note"]

@@ -71,7 +71,9 @@ def test_a_chat_only_server_is_walked_through_chat(sim_factory: Any, tmp_path: P
     (the baseline, its A/A repeat, the load round) goes through chat."""
     sim: SimProcess = sim_factory("--no-completions-api")
     log, output = walk_until(tmp_path, "loaded", "--target", sim.url)
-    assert answer(log, "api") == {"id": "api", "value": "chat", "from_evidence": "endpoints.api"}
+    assert answer(log, "api") == {"id": "api", "value": "chat", "from_evidence": "endpoints.api",
+                                  "from_evidence_texts": {"en": "the server's endpoints: API",
+                                                          "zh": "服务端点：API"}}  # fmt: skip
     question = next(
         e["data"] for e in log[1:] if e["type"] == "question" and e["data"]["id"] == "api"
     )

@@ -280,16 +280,17 @@ def _replicas_lines(facts: dict[str, Any], lang: str) -> str:
         why = pick(facts.get("note_texts") or facts.get("note", "no replicas known"), lang)
         return say("walk.replicas_off", lang, why=why)
     shares = (facts.get("balancer_round") or {}).get("shares") or {}
-    lines = [f"  replicas from {facts.get('source')}:"]
+    lines = [say("replicas.from", lang, source=facts.get("source"))]
     for replica in facts.get("replicas") or []:
         steady = replica.get("steady") or {}
         share = shares.get(replica.get("url"))
         lines.append(
-            f"    {replica.get('url')}: TTFT p50 {_known(steady.get('ttft_p50'), lang, 'ms')}, TPOT p50 "
-            f"{_known(steady.get('tpot_p50'), lang, 'ms')}"
-            + (f", {share:.0%} of the balancer's requests" if share is not None else "")
-            + (f"; slow: {replica['cause']} ({replica.get('why')})" if replica.get("cause") else "")
-        )
+            say("replicas.line", lang, url=replica.get("url"), ttft=_known(steady.get("ttft_p50"), lang, "ms"),
+                tpot=_known(steady.get("tpot_p50"), lang, "ms"))
+            + (say("replicas.share", lang, share=f"{share:.0%}") if share is not None else "")
+            + (say("replicas.slow", lang, cause=replica["cause"], why=replica.get("why"))
+               if replica.get("cause") else "")
+        )  # fmt: skip
     for cause, text in (facts.get("evidence") or {}).items():
         lines.append(f"    {cause}: {text}")
     return "\n".join(lines)
@@ -317,7 +318,9 @@ def _log_line(facts: dict[str, Any], lang: str) -> str:
     errors = ", ".join(say("log.error_at", lang, kind=e["kind"], line=e["line"])
                        for e in facts.get("errors", [])[:5])  # fmt: skip
     where = (
-        f" (replica {facts['replica']} of {facts['replica_count']})" if facts.get("replica") else ""
+        say("log.replica", lang, replica=facts["replica"], count=facts["replica_count"])
+        if facts.get("replica")
+        else ""
     )
     line = say("log.line", lang, file=facts["file"] + where, engine=_known(facts.get("engine"), lang),
                tp=_known(facts.get("tensor_parallel_size"), lang),
@@ -329,13 +332,12 @@ def _log_line(facts: dict[str, Any], lang: str) -> str:
                errors=say("log.errors", lang, errors=errors) if errors else "")  # fmt: skip
     for replica in facts.get("replicas", []):
         kinds = ", ".join(replica["error_kinds"]) or say("walk.none", lang)
-        line += (
-            f"\n    {replica['replica']}: vLLM {_known(replica.get('version'), lang)}, max_num_seqs "
-            f"{_known(replica.get('max_num_seqs'), lang)}, KV cache "
-            f"{_known(replica.get('kv_cache_tokens'), lang, 'tokens')}, errors: {kinds}"
-        )
+        line += "\n" + say("log.replica_line", lang, replica=replica["replica"],
+                            version=_known(replica.get("version"), lang),
+                            seqs=_known(replica.get("max_num_seqs"), lang),
+                            kv=_known(replica.get("kv_cache_tokens"), lang, "tokens"), errors=kinds)  # fmt: skip
     if facts.get("differing_text"):
-        line += f"\n    differ between replicas: {facts['differing_text']}"
+        line += "\n" + say("log.differ", lang, text=facts["differing_text"])
     return line
 
 
