@@ -302,7 +302,8 @@ def preflight(
     from wizard.auth import without_userinfo
     from wizard.errors import WizardError
     from wizard.probes.bounded import BoundedRequestError, headers_within_deadline
-    from wizard.probes.reach import explain
+    from wizard.probes.reach import explain_texts
+    from wizard.words import texts
 
     try:
         aio.run(
@@ -311,14 +312,16 @@ def preflight(
             )
         )
     except httpx.HTTPError as exc:
-        message = without_userinfo(f"cannot reach {url}: {explain(exc, url)}")
+        message = texts(
+            "error.cannot_reach", url=without_userinfo(url), why=explain_texts(exc, url)
+        )
     except BoundedRequestError as exc:
-        message = without_userinfo(f"cannot reach {url}: {exc}")
+        message = texts("error.cannot_reach", url=without_userinfo(url), why=str(exc))
     else:
         return
     if not log_given:
-        raise WizardError(f"{message} (if the server failed to start, {log_hint} tells why)")
-    print(f"{message}; reading the server's log instead", file=sys.stderr)
+        raise WizardError.said("error.log_hint", message=message, hint=log_hint)
+    print(f"{message['en']}; reading the server's log instead", file=sys.stderr)
 
 
 def _create(path: Path, header: dict[str, Any], redactor: Any) -> Any:
