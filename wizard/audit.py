@@ -7,6 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from wizard.words import texts
+
+
+def _detail(facts: dict[str, Any], name: str, key: str, shown: bool, **values: Any) -> None:
+    """A rule's one-line detail (English, as the evidence quotes it) and the same in every
+    language (``{name}_texts``, which the playbook's zh evidence quotes); empty when not shown."""
+    said = texts(key, **values) if shown else {lang: "" for lang in texts(key, **values)}
+    facts[name], facts[f"{name}_texts"] = said["en"], said
+
 
 async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Facts for the audit rules, each with a one-line detail."""
@@ -23,18 +32,13 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
 
     mixed = [m["round"] for m in measurements if m.get("restarted_before") and not m.get("cold")]
     facts["cold_steady_mixed"] = bool(mixed)
-    facts["cold_steady_mixed_detail"] = (
-        f"measured right after a restart with no warm-up: {', '.join(mixed)}" if mixed else ""
-    )
+    _detail(facts, "cold_steady_mixed_detail", "audit.cold_steady_mixed", bool(mixed),
+            rounds=", ".join(mixed))  # fmt: skip
 
     unmeasured = [c for c in changes if not c.get("measured")]
     facts["multiple_changes_in_step"] = len(unmeasured) > 1
-    facts["multiple_changes_detail"] = (
-        "changed without a measurement in between: "
-        + ", ".join(f"{c['parameter']} ({c['code']})" for c in unmeasured)
-        if len(unmeasured) > 1
-        else ""
-    )
+    _detail(facts, "multiple_changes_detail", "audit.multiple_changes", len(unmeasured) > 1,
+            changes=", ".join(f"{c['parameter']} ({c['code']})" for c in unmeasured))  # fmt: skip
 
     missing = [
         m["round"]
@@ -42,13 +46,12 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         if not m["values"].get("ttft_ms") or not m["values"].get("tpot_ms")
     ]
     facts["total_time_only"] = bool(missing)
-    facts["total_time_only_detail"] = f"no TTFT/TPOT in: {', '.join(missing)}" if missing else ""
+    _detail(facts, "total_time_only_detail", "audit.total_time_only", bool(missing),
+            rounds=", ".join(missing))  # fmt: skip
 
     crossed = [c for c in session.comparisons if c.get("fingerprint") is None]
     facts["cross_scenario_comparison"] = bool(crossed)
-    facts["cross_scenario_detail"] = (
-        f"{len(crossed)} comparison(s) across fingerprints" if crossed else ""
-    )
+    _detail(facts, "cross_scenario_detail", "audit.cross_scenario", bool(crossed), n=len(crossed))
 
     loadgen = session.facts.get("loadgen") or {}
     facts["offline_as_latency"] = loadgen.get("scenario") == "Offline" and bool(session.comparisons)

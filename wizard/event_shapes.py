@@ -75,8 +75,9 @@ PROBE_FACTS = {
     "measure": MEASURE_FACTS,
     # The summary lists each flag's detail as written (report.py audit_details).
     "audit": {
-        f"{flag}_detail?": Opt(str)
+        key: shape
         for flag in ("cold_steady_mixed", "multiple_changes", "total_time_only", "cross_scenario")
+        for key, shape in ((f"{flag}_detail?", Opt(str)), (f"{flag}_detail_texts?", Opt(dict)))
     },
     "validate": LOADGEN_FACTS,
     "host": {"source": ANY, "interconnect": ANY, "gpu_names?": Opt([ANY]), "notes?": Opt([ANY])},
@@ -88,7 +89,7 @@ PROBE_FACTS = {
 }
 SHAPES: dict[str, Any] = {
     "node_enter": {"title": TEXT, "stage": str, "covers": [str], "explain": TEXT},
-    "question": {"id": str, "text": TEXT, "default": ANY},
+    "question": {"id": str, "text": TEXT, "default": ANY, "default_from?": Opt(str)},
     "answer": {"id": str, "value": ANY, "from_evidence?": Opt(str), "from_evidence_texts?": TEXT},
     "node_exit": {
         "next": str,

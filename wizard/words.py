@@ -225,6 +225,13 @@ WORDS: dict[str, dict[str, str]] = {
     "decide.after": {"en": "Its value now:", "zh": "现在的值："},
     "decide.restarted": {"en": "Did the server restart (the next requests are cold)?",
                          "zh": "服务重启了吗（接下来的请求是冷启动）？"},
+    # the closing audit's details (audit.probe), quoted by LAT090-093's evidence
+    "audit.cold_steady_mixed": {"en": "measured right after a restart with no warm-up: {rounds}",
+                                "zh": "重启后未预热就测量：{rounds}"},
+    "audit.multiple_changes": {"en": "changed without a measurement in between: {changes}",
+                               "zh": "两次变更之间没有测量：{changes}"},
+    "audit.total_time_only": {"en": "no TTFT/TPOT in: {rounds}", "zh": "以下轮次没有 TTFT/TPOT：{rounds}"},
+    "audit.cross_scenario": {"en": "comparisons across fingerprints: {n}", "zh": "跨越不同请求规格的比较：{n} 次"},
     # one-line errors (errors.WizardError.said, cli.main)
     "error.line": {"en": "latency-wizard {command}: error: {message}", "zh": "latency-wizard {command}：错误：{message}"},
     "error.cannot_read": {"en": "cannot read {path}: {why}", "zh": "无法读取 {path}：{why}"},
