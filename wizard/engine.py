@@ -537,11 +537,11 @@ async def _check_one_change(
     for key in ("model", "version"):
         was, now = identity_before.get(key), identity_after.get(key)
         if was is not None and now is not None and was != now:
-            session.record("config_check", node.id, {
-                "verdict": "different server", "changed": [key],
-                "text": f"a different server answers at {session.ctx.target} ({key} {was} -> {now}): "
-                        "its rounds are not compared with the earlier ones",
-            })  # fmt: skip
+            said = texts(
+                "check.different_server", target=session.ctx.target, fact=key, was=was, now=now
+            )
+            session.record("config_check", node.id, {"verdict": "different server", "changed": [key],
+                                                     "text": said["en"], "texts": said})  # fmt: skip
             return False
     log_after = None
     if log_before.get("available"):

@@ -81,7 +81,11 @@ PROBE_FACTS = {
     },
     "validate": LOADGEN_FACTS,
     "host": {"source": ANY, "interconnect": ANY, "gpu_names?": Opt([ANY]), "notes?": Opt([ANY])},
-    "vllm-log": {"file?": ANY, "errors?": Opt([{"kind": ANY, "line": ANY}])},
+    "vllm-log": {
+        "file?": ANY,
+        "errors?": Opt([{"kind": ANY, "line": ANY}]),
+        "note_texts?": Opt(dict),
+    },
     "nginx-config": {
         "locations": list,
         "findings": [{"code": ANY, "file": ANY, "line": ANY, "directive": ANY}],
@@ -134,7 +138,7 @@ SHAPES: dict[str, Any] = {
     },
     "verdict": {"code": ANY, "verdict": ANY, "round": ANY, "evidence": ANY},
     "resume": {"at": ANY, "server?": Opt(dict)},
-    "config_check": {"verdict": ANY, "text": ANY},
+    "config_check": {"verdict": ANY, "text": ANY, "texts?": Opt(dict)},
     "noise": {"bands": Each(NUMBER), "rounds": [ANY]},
     "note": {"text": str},
     "measurement": {

@@ -131,7 +131,10 @@ def render_event(
                     style="bold")  # fmt: skip
     if kind == "config_check":
         style = {"confirmed": "green", "not observable": "dim"}.get(data["verdict"], "bold red")
-        return Text(say("walk.server_check", lang, text=data["text"]), style=style)
+        return Text(
+            say("walk.server_check", lang, text=pick(data.get("texts") or data["text"], lang)),
+            style=style,
+        )
     if kind == "noise":
         bands = ", ".join(f"{segment_name(k)} ±{v:.0%}" for k, v in data["bands"].items())
         return Text(say("walk.noise", lang, rounds=" vs ".join(data["rounds"]),
@@ -314,7 +317,12 @@ def _log_line(facts: dict[str, Any], lang: str) -> str:
     if not facts.get("available"):
         return say("log.none", lang)
     if facts.get("note"):
-        return say("log.note", lang, file=facts["file"], note=facts["note"])
+        return say(
+            "log.note",
+            lang,
+            file=facts["file"],
+            note=pick(facts.get("note_texts") or facts["note"], lang),
+        )
     errors = ", ".join(say("log.error_at", lang, kind=e["kind"], line=e["line"])
                        for e in facts.get("errors", [])[:5])  # fmt: skip
     where = (

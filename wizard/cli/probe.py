@@ -631,12 +631,12 @@ def run_vllm_log(args: argparse.Namespace) -> int:
             print(printable(_replica_line(replica)))
     if recognised:
         return 0
-    name = "standard input" if args.file == "-" else args.file
-    print(
-        f"latency-wizard probe vllm-log: {name}: no vLLM log line in its {report['lines']} lines "
-        "(is this the server's log? vLLM writes it to standard error)",
-        file=sys.stderr,
-    )
+    from wizard.cli.inputs import language
+    from wizard.words import say
+
+    lang = language()
+    name = say("log.stdin", lang) if args.file == "-" else args.file
+    print(say("log.not_a_log", lang, name=name, lines=report["lines"]), file=sys.stderr)
     return 1
 
 
