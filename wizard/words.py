@@ -204,8 +204,8 @@ WORDS: dict[str, dict[str, str]] = {
     "client.send_delayed": {"en": "the client held its requests back: {delay} ms (p99 {delay99} ms) from stamp to the request written out (pool wait p99 {pool} ms, {cpu} of a core): fewer requests were in flight than asked, and each arriving event waited its turn",
                             "zh": "客户端延后了请求：从打时间戳到写出请求 {delay} ms（p99 {delay99} ms；连接池等待 p99 {pool} ms，占一个核心的 {cpu}）：在途请求少于要求，每个到达的事件都在排队"},
     # the host probe's notes (probes.host)
-    "host.collect": {"en": "on the GPU host run: {commands}; then pass that folder (with the vLLM log) as --host-evidence DIR",
-                     "zh": "在 GPU 主机上运行：{commands}；然后把该文件夹（连同 vLLM 日志）作为 --host-evidence DIR 传入"},
+    "host.collect": {"en": "on the GPU host run: `{commands}`; then pass that folder (with the vLLM log) as --host-evidence DIR",
+                     "zh": "在 GPU 主机上运行：`{commands}`；然后把该文件夹（连同 vLLM 日志）作为 --host-evidence DIR 传入"},
     "host.no_driver": {"en": "no NVIDIA driver on this machine (no NVML, no nvidia-smi): GPU count and links are unknown; if vLLM runs elsewhere, {hint}",
                        "zh": "本机没有 NVIDIA 驱动（没有 NVML，也没有 nvidia-smi）：GPU 数量和互联未知；如果 vLLM 在别处运行，{hint}"},
     "host.no_files": {"en": "{folder} holds no files; {hint}", "zh": "{folder} 中没有文件；{hint}"},
@@ -336,7 +336,6 @@ WORDS: dict[str, dict[str, str]] = {
     "value.auth.required": {"en": "key required", "zh": "需要密钥"},
     "value.auth.rejected": {"en": "key rejected", "zh": "密钥被拒绝"},
     "value.auth.unknown": {"en": "unknown", "zh": "未知"},
-    "value.api.chat": {"en": "chat", "zh": "chat"},
     "value.against.baseline": {"en": "baseline", "zh": "基线"},
     "value.against.before the changes": {"en": "before the changes", "zh": "变更之前"},
     "walk.pass": {"en": "PASS {stage}: no cause found{info}", "zh": "PASS {stage}：未发现原因{info}"},
