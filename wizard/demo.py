@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -149,12 +150,18 @@ class DemoStack:
                     stream.close()
         self.sim = None
 
-    def stop(self) -> None:
-        """Stop everything this stack started."""
+    def stop(self, keep_files: bool = False) -> list[Path]:
+        """Stop everything this stack started and remove its temporary folders (the simulator's
+        log, the GPU host's files, nginx's prefix), unless asked to keep them: those it kept."""
+        kept = [self.workdir]
         if self.nginx is not None:
-            self.nginx.stop()
+            kept.append(self.nginx.prefix)
+            self.nginx.stop(keep_prefix=keep_files)
             self.nginx = None
         self._stop_sim()
+        if not keep_files:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        return kept if keep_files else []
 
     # -- Applier ------------------------------------------------------------------------------
 

@@ -34,6 +34,11 @@ COMPARED_SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms")
 REPEATS_WHEN_INCONCLUSIVE = 2
 # Findings about the wizard's own measurement, never a cause of the incident.
 MEASUREMENT_CAUSES = frozenset({"client_saturated"})
+# What a change's own round is compared with, on the path where the change acts; any other
+# comparison (LoadGen after the last change, on the direct path) validates every change together.
+CHANGE_COMPARISONS = ("baseline", "previous round")
+# The wizard's target is no OpenAI API (LAT021): the walk stops before any round, nothing measured.
+UNMEASURABLE_CAUSES = frozenset({"wrong_endpoint"})
 
 
 def visited_key(node_id: str) -> str:
@@ -223,17 +228,19 @@ def outcome(session: Session) -> dict[str, Any]:
 
     A cause is a warn or fail finding; it no longer remains when a later round showed its own
     evidence gone (a ``verdict`` of "cause gone"). ``outcome`` is "no_cause", "cause_remains" or
-    "nothing_measured" (no round succeeded and nothing was found).
+    "nothing_measured" (no round succeeded and nothing was found, or the target is no OpenAI API).
     """
     gone = {v["code"] for v in session.verdicts if v["verdict"] == "cause gone"}
     remaining = sorted({
         f["cause"] for f in session.findings
         if f["severity"] in ("warn", "fail") and f["code"] not in gone
-        and f["cause"] not in MEASUREMENT_CAUSES
+        and f["cause"] not in MEASUREMENT_CAUSES | UNMEASURABLE_CAUSES
     })  # fmt: skip
     if remaining:
         result = "cause_remains"
-    elif not session.measurements and not session.findings:
+    elif not session.measurements and all(
+        f["cause"] in UNMEASURABLE_CAUSES for f in session.findings
+    ):
         result = "nothing_measured"
     else:
         result = "no_cause"
@@ -431,7 +438,8 @@ async def _finding(session: Session, node: Node, finding: Finding) -> None:
         return
     unusable = changes.unusable(finding.change)
     if unusable:
-        note(session, node.id, "note.no_value", code=finding.code, why=unusable)
+        note(session, node.id, "note.no_value", code=finding.code,
+             why=recorded("not_applicable", unusable))  # fmt: skip
         if finding.change.get("not_applicable") or finding.change.get("layer") == "measurement":
             return
         # No value computed (the server's current one is unknown): the change still says what
@@ -521,7 +529,7 @@ async def _remeasure(session: Session, node: Node, finding: Finding, restarted: 
             break
         after.append(session.measurements[-1])
     expected = finding.expected_worse
-    for state, against in zip(states, ("baseline", "previous round"), strict=False):
+    for state, against in zip(states, CHANGE_COMPARISONS, strict=False):
         _compare(session, node, state, after, against, expected)
 
 

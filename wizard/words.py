@@ -92,6 +92,9 @@ WORDS: dict[str, dict[str, str]] = {
     "col.requests": {"en": "requests ok", "zh": "成功请求"},
     "col.result": {"en": "result", "zh": "结果"},
     "col.change": {"en": "change", "zh": "变更"},
+    # LoadGen before the first change and after the last, on its own path: no one change's effect.
+    "validation_on": {"en": "Validation, {path} path (every change together)",
+                      "zh": "验证，{path} 路径（全部变更合计）"},
     "col.judged": {"en": "judged on", "zh": "判断依据"},
     "col.before": {"en": "before", "zh": "之前"},
     "col.after": {"en": "after", "zh": "之后"},
@@ -183,6 +186,10 @@ WORDS: dict[str, dict[str, str]] = {
                           "zh": "{n} 轮后结论仍无定论：再次测量 {round}（{label}）以缩小区间"},
     "note.not_compared": {"en": "not compared with the {against}: {why}", "zh": "未与{against}比较：{why}"},
     # an operator's decision, as recorded (operator.Decision.note)
+    # The playbook's own reasons a change is not offered (computed ones stay as recorded).
+    "not_applicable.the walk stopped: nothing to measure at this target": {
+        "en": "the walk stopped: nothing to measure at this target",
+        "zh": "诊断已停止：这个目标上没有可测量的对象"},
     "decision.no change proposed": {"en": "no change proposed", "zh": "没有建议的变更"},
     "decision.auto mode proposes changes; it applies none to systems it does not own": {
         "en": "auto mode proposes changes; it applies none to systems it does not own",

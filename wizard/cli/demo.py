@@ -55,6 +55,12 @@ def register(subparsers: Any) -> None:
         "fault): max_num_seqs=4, max_num_batched_tokens=16384, gpu_memory_utilization=0.73, "
         "max_model_len=...; the walk may change it like any other",
     )
+    demo.add_argument(
+        "--keep-files", action="store_true",
+        help="keep the demo's temporary folders (the simulator's log, the GPU host's files, "
+        "nginx's config) after it ends; by default they are removed on exit, on errors and on "
+        "Ctrl-C (the transcript stays where it was written)",
+    )  # fmt: skip
     demo.set_defaults(handler=demo_command)
 
 
@@ -117,5 +123,6 @@ def demo_command(args: argparse.Namespace) -> int:
         hint = "the demo's processes are stopped with it; start it again with: latency-wizard demo"
         return execute(book, writer, operator, args, None, header, events=[], resume_hint=hint)
     finally:
-        stack.stop()
+        for folder in stack.stop(keep_files=args.keep_files):
+            screen.print(f"kept: {folder}", soft_wrap=True)
         signal.signal(signal.SIGTERM, previous)

@@ -302,7 +302,7 @@ def preflight(
     from wizard.auth import without_userinfo
     from wizard.errors import WizardError
     from wizard.probes.bounded import BoundedRequestError, headers_within_deadline
-    from wizard.probes.reach import explain_texts
+    from wizard.probes.reach import explain_texts, server_down
     from wizard.words import texts
 
     try:
@@ -315,12 +315,17 @@ def preflight(
         message = texts(
             "error.cannot_reach", url=without_userinfo(url), why=explain_texts(exc, url)
         )
+        log_tells = server_down(exc)
     except BoundedRequestError as exc:
         message = texts("error.cannot_reach", url=without_userinfo(url), why=str(exc))
+        log_tells = True  # headers that never come: a server that hangs, its log may say why
     else:
         return
     if not log_given:
-        raise WizardError.said("error.log_hint", message=message, hint=log_hint)
+        # The log explains a server that did not start, died or hangs; not an address's fault.
+        if log_tells:
+            raise WizardError.said("error.log_hint", message=message, hint=log_hint)
+        raise WizardError(message["en"], message)
     print(f"{message['en']}; reading the server's log instead", file=sys.stderr)
 
 

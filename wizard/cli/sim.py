@@ -78,7 +78,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--host-evidence", metavar="DIR",
         help="write the simulated GPU host's lscpu, nvidia-smi topo -m, GPU list and env into DIR "
-        "(for 'run --host-evidence DIR' and 'probe host --evidence DIR')",
+        "(for 'run --host-evidence DIR' and 'probe host --host-evidence DIR')",
     )  # fmt: skip
     parser.add_argument("--host-cores", type=int, default=32, metavar="N",
                         help="physical cores of the simulated host, in its lscpu (default 32)")  # fmt: skip
