@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import SimProcess, assert_walk_exit, playbook_with_rule, wizard_command
-from tests.text_checks import english_sentences
+from tests.text_checks import english_sentences, raw_values
 from wizard import transcript
 
 SimFactory = Callable[..., SimProcess]
@@ -323,6 +323,23 @@ def test_english_sentences_are_found() -> None:
     assert (
         english_sentences("MLPerf LoadGen SingleStream，API server，`no NVIDIA driver here`") == []
     )
+    # Touching Chinese text is no word boundary for the check (it was: the run went unseen).
+    assert english_sentences("loadgen 对比before the changes（loadgen_before）") == [
+        "before the changes"
+    ]
+
+
+def test_raw_values_are_found_and_names_are_not() -> None:
+    """What the trial saw is caught; code, ids, flags, paths, URLs and units are not."""
+    seen = ("fleet (fleet): available=False\n  run_loadgen = True\n[default: None] {'a': 1}\n"
+            "ttft_ms improved; from the evidence: nginxconf.locations.0.proxy_read_timeout_s\n"
+            "KV peak 0.0011101859561476468, TTFT outside the engine -15.9 ms")  # fmt: skip
+    assert raw_values(seen) == ["False", "True", "None", "{'", "nginxconf.locations.0.proxy_read_timeout_s",
+                                "run_loadgen", "ttft_ms", "0.0011101859561476468", "-15.9 ms"]  # fmt: skip
+    names = ("LAT001 `proxy_buffering off;` max_num_batched_tokens 8,192 tokens, --max-num-seqs, "
+             "vllm:num_preemptions_total, /tmp/x_y/vllm.log, https://a.b/c_d, kv_cache_preemption, "
+             "direct_aa, TTFT p50 130 -> 22.7 ms (-83 %), CI [-109.2, -106.4], gpus.csv, e.g. this")  # fmt: skip
+    assert raw_values(names) == []
 
 
 def test_chinese_walk(sim_factory: SimFactory, tmp_path: Path) -> None:
