@@ -29,6 +29,19 @@ def test_a_clean_session_flags_nothing() -> None:
                                       "cross_scenario_comparison", "offline_as_latency"))  # fmt: skip
 
 
+def test_an_audit_finding_speaks_chinese() -> None:
+    """LAT091's evidence in zh is the audit's own detail in zh, no English sentence in it."""
+    from tests.text_checks import english_sentences
+    from wizard import playbook
+    from wizard.engine import evidence_fields
+
+    facts = audit(changes=[{"parameter": "a", "code": "LAT010", "measured": False},
+                           {"parameter": "b", "code": "LAT013", "measured": False}])  # fmt: skip
+    finding = playbook.load().findings["LAT091"]
+    said = evidence_fields("evidence", finding.evidence, {"audit": facts}, {})["evidence_texts"]
+    assert said["zh"].startswith("两次变更之间没有测量") and english_sentences(said["zh"]) == []
+
+
 def test_each_audit_flag() -> None:
     assert audit(measurements=[measurement("loaded#2", restarted=True)])["cold_steady_mixed"]
     two = [
@@ -39,6 +52,11 @@ def test_each_audit_flag() -> None:
     assert (
         facts["multiple_changes_in_step"]
         and "a (LAT010), b (LAT013)" in facts["multiple_changes_detail"]
+    )
+    # The detail in Chinese too: LAT091's zh evidence quotes it (issue #13: zh throughout).
+    assert (
+        facts["multiple_changes_detail_texts"]["zh"]
+        == "两次变更之间没有测量：a (LAT010), b (LAT013)"
     )
     facts = audit(measurements=[measurement("direct", ttft=False)])
     assert facts["total_time_only"] and "direct" in facts["total_time_only_detail"]

@@ -4,6 +4,7 @@ the documented exit code, and nothing written. Every case runs the real CLI in a
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import threading
@@ -263,3 +264,34 @@ def test_the_log_hint_only_where_the_log_can_tell(tmp_path: Path) -> None:
     unresolved = httpx.ConnectError("[Errno -2] Name or service not known")
     unresolved.__cause__ = socket.gaierror(-2, "Name or service not known")
     assert not server_down(unresolved)
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (("run", "--auto", "--target", "{closed}"), 1, "该端口没有服务在监听"),
+        (("run", "--auto", "--target", "http://127.0.0.1:9/v1"), 2, "不带 /v1 的服务基础 URL"),
+        (("run", "--auto", "--target", "ftp://x"), 2, "不是 http(s) URL"),
+        (("run", "--auto", "--target", "{closed}", "--timeout", "0"), 2, "大于 0 的秒数"),
+        (("replay", "{missing}"), 1, "文件或文件夹不存在"),
+        (("replay", "{folder}"), 1, "这是一个文件夹"),
+        (("probe", "nginx-config", "{missing}"), 1, "文件或文件夹不存在"),
+    ],
+)
+def test_bad_input_is_said_in_chinese(
+    tmp_path: Path, args: tuple[str, ...], code: int, words: str
+) -> None:
+    """Issue #13: with --lang zh (or a Chinese locale) the one error line is Chinese, whole."""
+    from tests.text_checks import english_sentences
+
+    values = {"closed": f"http://127.0.0.1:{free_port()}", "missing": str(tmp_path / "gone"),
+              "folder": str(tmp_path)}  # fmt: skip
+    argv = [arg.format(**values) for arg in args]
+    lang = ["--lang", "zh"] if argv[0] in ("run", "replay") else []
+    result = subprocess.run(wizard_command(*argv, *lang), capture_output=True, text=True, timeout=120,
+                            stdin=subprocess.DEVNULL, env={**os.environ, "LANG": "zh_CN.UTF-8"})  # fmt: skip
+    assert result.returncode == code, result.stderr
+    line = (
+        one_line(result) if argv[0] != "run" or "--timeout" not in argv else result.stderr.strip()
+    )
+    assert words in line and english_sentences(line) == [], line

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -10,8 +12,10 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.conftest import SimProcess
+from tests.conftest import SimProcess, wizard_command
+from tests.text_checks import english_sentences, plain_text, raw_values
 from wizard import transcript
+from wizard.nginx_runner import find_nginx
 
 DOWN = "\x1b[B"
 CLEAR = "\x15"  # Ctrl-U: the prompt is pre-filled with the default
@@ -98,7 +102,10 @@ def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> N
     answers = {e["data"]["id"]: e["data"] for e in loaded.events if e["type"] == "answer"}
     assert answers["gpus"]["value"] == 31 and answers["run_loadgen"]["value"] is False
     assert answers["physical_cores"] == {"id": "physical_cores", "value": 32,
-                                         "from_evidence": "host.gpu_host.physical_cores"}  # fmt: skip
+                                         "from_evidence": "host.gpu_host.physical_cores",
+                                         "from_evidence_texts": {
+                                             "en": "the GPU host's files: physical cores",
+                                             "zh": "GPU 主机的文件：物理核心"}}  # fmt: skip
     assert answers["interconnect"]["from_evidence"] == "host.interconnect"
     assert "LAT030" in {e["data"]["code"] for e in loaded.events if e["type"] == "finding"}
     notes = [e["data"]["text"] for e in loaded.events if e["type"] == "note"]
@@ -171,3 +178,54 @@ def test_a_server_fixed_after_a_failed_start_is_measured(tmp_path: Path) -> None
         "8192",
     )
     assert any(e["type"] == "measurement" and e["data"]["as"] == "direct" for e in events)
+
+
+# A prompt as questionary draws it: a confirm's (Y/n) or (y/N), a select's arrow-keys instruction.
+PROMPTS = [r"\(Y/n\)", r"\(y/N\)", r"\(Use arrow keys\)|（用方向键选择）"]
+
+
+@pytest.mark.skipif(
+    find_nginx() is None and not os.environ.get("WIZARD_REQUIRE_NGINX"),
+    reason="nginx is not installed (CI installs it and sets WIZARD_REQUIRE_NGINX=1)",
+)
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_demo_walk_in_a_terminal_reads_as_sentences(lang: str, tmp_path: Path) -> None:
+    """Issue #13: the demo behind nginx, every stage, in a real pty, each question answered with
+    Enter: no raw value (None, True, a repr, a fact's key, a float's noise, a negative time) in
+    either language, no English sentence in Chinese; nor in the md, html and text summaries."""
+    path = tmp_path / "demo.ndjson"
+    child = spawn("demo", "--lang", lang, "--transcript", str(path))
+    screen = io.StringIO()
+    child.logfile_read = screen
+    asked = 0
+    while child.expect([*PROMPTS, pexpect.EOF], timeout=300) < len(PROMPTS):
+        asked += 1
+        time.sleep(1.0)  # prompt_toolkit draws the question before it reads keys
+        child.send("\r")  # Enter: the default (LoadGen on, the fix applied, the rest walked)
+    child.close()
+    assert child.exitstatus == 0, screen.getvalue()[-3000:]
+    output = plain_text(screen.getvalue())
+    assert asked >= 3  # LoadGen, the nginx fix, the skipped stages (and what else is unknown)
+    assert ("Root cause: LAT001" if lang == "en" else "根因：LAT001") in output
+    stages = {e["data"]["stage"] for e in transcript.load(path).events if e["type"] == "node_enter"}
+    assert stages >= {
+        "baseline",
+        "nginx",
+        "entry",
+        "resources",
+        "parallelism",
+        "validation",
+        "audit",
+    }
+    assert raw_values(output) == []
+    if lang == "zh":
+        assert english_sentences(output) == []
+        assert "认证 无" in output and "fleet：未读取" in output  # the probes' own words
+    for fmt in ("md", "html", "text"):
+        summary = subprocess.run(wizard_command("export", str(path), "--format", fmt),
+                                 capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert summary.returncode == 0, summary.stderr
+        assert raw_values(summary.stdout, html=fmt == "html") == [], fmt
+        if lang == "zh":
+            assert english_sentences(summary.stdout, html=fmt == "html") == [], fmt

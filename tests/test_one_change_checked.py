@@ -110,3 +110,5 @@ def test_what_vllm_derives_from_the_declared_change_is_no_second_change() -> Non
     )
     graphs = {"log.enforce_eager": [True, False], "metrics.num_gpu_blocks": [7000, 6800]}
     assert config_check.judge("enforce_eager", graphs, set(graphs))["verdict"] == "confirmed"
+    # The server check is said in Chinese too (issue #13: zh throughout).
+    assert verdict["texts"]["zh"] == "服务已确认：enable_chunked_prefill 否 -> 是"

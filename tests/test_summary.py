@@ -168,11 +168,11 @@ def test_the_summary_speaks_chinese() -> None:
         "根因：LAT001 代理缓冲了 token 流（严重）" in text
         and "已验证的效果：LAT001 在 proxy#2 中原因已消除" in text
     )
-    assert "proxy p50（事件 -> 最终）：TTFT 141 -> 22.1 ms，TPOT 10.1 -> 11.4 ms" in text
+    assert "proxy p50（故障 -> 最终）：TTFT 141 -> 22.1 ms，TPOT 10.1 -> 11.4 ms" in text
     md = export(NGINX, "md", "--lang", "zh")
     for heading in (
         "## TL;DR 结论",
-        "## 基线（事件的首轮测量）与最终状态对照",
+        "## 基线（故障时的首轮测量）与最终状态对照",
         "## 变更",
         "## 全部测量轮次",
         "## 审计",
@@ -182,18 +182,19 @@ def test_the_summary_speaks_chinese() -> None:
     assert (
         "<html lang='zh'>" in page
         and "<strong>根因</strong>" in page
-        and "基线（事件的首轮测量）" in page
+        and "基线（故障时的首轮测量）" in page
     )
     # The summary's own words (the walk's notes and evidence are recorded text, in English).
     ours = md[: md.index("## 诊断过程中的说明")] + md[md.index("## 时间线") :] + text
-    # (A decision's words are recorded text too: this transcript predates their zh texts.)
+    # (A decision's words are recorded text too: this transcript predates their zh texts. A
+    # value's words, such as the "baseline" a comparison is made against, are also its id.)
     english = {
         w["en"]
         for key, w in WORDS.items()
         if w["en"] != w["zh"]
         and len(w["en"]) > 6
         and "{" not in w["en"]
-        and not key.startswith("decision.")
+        and not key.startswith(("decision.", "value."))
     }
     assert not [phrase for phrase in english if phrase in ours]
 

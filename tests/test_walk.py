@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 from collections.abc import Callable
-from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from tests.conftest import (
     playbook_with_rule,
     wizard_command,
 )
+from tests.text_checks import english_sentences, raw_values
 from wizard import transcript
 
 SimFactory = Callable[..., SimProcess]
@@ -135,7 +134,7 @@ def test_host_evidence_finds_too_few_cores_and_hidden_gpus(
         "vllmlog.nodes_spanned",
     )
     # The log answers the question: shown with its source, not asked.
-    assert "gpus = 4  (from the evidence: vllmlog.gpus_used; not asked)" in result.stdout
+    assert "GPUs: 4  (from the evidence: vLLM log: GPUs used; not asked)" in result.stdout
     assert questions["gpus"]["asked"] is False
 
 
@@ -345,24 +344,6 @@ def test_one_change_guard_accepts_one(parameter: str, after: str) -> None:
     assert more_than_one_change(parameter, after) is None
 
 
-# An English sentence: three or more English words in a row (lower case, the first may be
-# capitalised), once code (backticks, code blocks, HTML code/pre/style), URLs, paths, flags and
-# snake_case ids are taken out. Names (MLPerf LoadGen, TTFT p50) and pairs (API server) are not.
-ENGLISH_RUN = re.compile(
-    r"(?<![\w./-])[A-Za-z]?[a-z]+(?:'[a-z]+)?(?:[ ,]+[a-z]{2,}(?:'[a-z]+)?){2,}(?![\w./-])"
-)
-
-
-def english_sentences(text: str, html: bool = False) -> list[str]:
-    if html:
-        text = re.sub(r"<(style|code|pre)\b.*?</\1>", " ", text, flags=re.S)
-        text = unescape(re.sub(r"<[^>]+>", "\n", text))
-    text = re.sub(r"```.*?```", " ", text, flags=re.S)
-    text = re.sub(r"`[^`]*`", " ", text)  # a wrapped terminal line may split a code span
-    text = re.sub(r"\S*(?:https?://|/|_|--|\.\w)\S*", " ", text)
-    return [match.group(0) for match in ENGLISH_RUN.finditer(text)]
-
-
 def test_english_sentences_are_found() -> None:
     assert english_sentences("说明：LAT020：变更未应用（skipped by the answers file）") == [
         "skipped by the answers file"
@@ -371,6 +352,23 @@ def test_english_sentences_are_found() -> None:
     assert (
         english_sentences("MLPerf LoadGen SingleStream，API server，`no NVIDIA driver here`") == []
     )
+    # Touching Chinese text is no word boundary for the check (it was: the run went unseen).
+    assert english_sentences("loadgen 对比before the changes（loadgen_before）") == [
+        "before the changes"
+    ]
+
+
+def test_raw_values_are_found_and_names_are_not() -> None:
+    """What the trial saw is caught; code, ids, flags, paths, URLs and units are not."""
+    seen = ("fleet (fleet): available=False\n  run_loadgen = True\n[default: None] {'a': 1}\n"
+            "ttft_ms improved; from the evidence: nginxconf.locations.0.proxy_read_timeout_s\n"
+            "KV peak 0.0011101859561476468, TTFT outside the engine -15.9 ms")  # fmt: skip
+    assert raw_values(seen) == ["False", "True", "None", "{'", "nginxconf.locations.0.proxy_read_timeout_s",
+                                "run_loadgen", "ttft_ms", "0.0011101859561476468", "-15.9 ms"]  # fmt: skip
+    names = ("LAT001 `proxy_buffering off;` max_num_batched_tokens 8,192 tokens, --max-num-seqs, "
+             "vllm:num_preemptions_total, /tmp/x_y/vllm.log, https://a.b/c_d, kv_cache_preemption, "
+             "direct_aa, TTFT p50 130 -> 22.7 ms (-83 %), CI [-109.2, -106.4], gpus.csv, e.g. this")  # fmt: skip
+    assert raw_values(names) == []
 
 
 def test_chinese_walk(sim_factory: SimFactory, tmp_path: Path) -> None:

@@ -71,7 +71,9 @@ def test_a_chat_only_server_is_walked_through_chat(sim_factory: Any, tmp_path: P
     (the baseline, its A/A repeat, the load round) goes through chat."""
     sim: SimProcess = sim_factory("--no-completions-api")
     log, output = walk_until(tmp_path, "loaded", "--target", sim.url)
-    assert answer(log, "api") == {"id": "api", "value": "chat", "from_evidence": "endpoints.api"}
+    assert answer(log, "api") == {"id": "api", "value": "chat", "from_evidence": "endpoints.api",
+                                  "from_evidence_texts": {"en": "the server's endpoints: API",
+                                                          "zh": "服务端点：API"}}  # fmt: skip
     question = next(
         e["data"] for e in log[1:] if e["type"] == "question" and e["data"]["id"] == "api"
     )
@@ -79,7 +81,7 @@ def test_a_chat_only_server_is_walked_through_chat(sim_factory: Any, tmp_path: P
     rounds = measured(log)
     assert {"direct", "direct_aa", "loaded"} <= set(rounds), rounds.keys()
     assert {r["spec"]["endpoint"] for r in rounds.values()} == {"chat"}
-    assert "api = chat  (from the evidence: endpoints.api; not asked)" in output
+    assert "API: chat  (from the evidence: the server's endpoints: API; not asked)" in output
 
 
 @pytest.mark.timeout(300)

@@ -7,9 +7,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from wizard.words import texts
 
-def budget_unjudged(facts: dict[str, Any]) -> str:
-    """Why LAT011 (a token budget too large) could not be judged, or "" when it could.
+
+def _detail(facts: dict[str, Any], name: str, key: str, shown: bool, **values: Any) -> None:
+    """A rule's one-line detail (English, as the evidence quotes it) and the same in every
+    language (``{name}_texts``, which the playbook's zh evidence quotes); empty when not shown."""
+    said = texts(key, **values) if shown else {lang: "" for lang in texts(key, **values)}
+    facts[name], facts[f"{name}_texts"] = said["en"], said
+
+
+def budget_unjudged(facts: dict[str, Any]) -> dict[str, int] | None:
+    """Why LAT011 (a token budget too large) could not be judged: the long round's prompt and
+    the bar, or None when it could be.
 
     Without the log the budget is estimated from the long round, and never above its prompt;
     it is claimed only beyond twice the GPU class's default. On a class whose default is large
@@ -19,14 +29,10 @@ def budget_unjudged(facts: dict[str, Any]) -> str:
     default = (facts.get("host") or {}).get("batch_budget_default")
     prompt = ((facts.get("long") or {}).get("spec") or {}).get("input_tokens")
     if (facts.get("vllmlog") or {}).get("max_num_batched_tokens") is not None:
-        return ""
+        return None
     if not isinstance(default, int) or not isinstance(prompt, int) or prompt > 2 * default:
-        return ""
-    return (
-        f"a token budget too large (LAT011) cannot be judged without the vLLM log here: the long "
-        f"round's {prompt}-token prompt shows a budget of at most {prompt}, and one is claimed "
-        f"only above twice this GPU class's default ({2 * default}); pass --vllm-log"
-    )
+        return None
+    return {"prompt": prompt, "bar": 2 * default}
 
 
 async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -44,18 +50,13 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
 
     mixed = [m["round"] for m in measurements if m.get("restarted_before") and not m.get("cold")]
     facts["cold_steady_mixed"] = bool(mixed)
-    facts["cold_steady_mixed_detail"] = (
-        f"measured right after a restart with no warm-up: {', '.join(mixed)}" if mixed else ""
-    )
+    _detail(facts, "cold_steady_mixed_detail", "audit.cold_steady_mixed", bool(mixed),
+            rounds=", ".join(mixed))  # fmt: skip
 
     unmeasured = [c for c in changes if not c.get("measured")]
     facts["multiple_changes_in_step"] = len(unmeasured) > 1
-    facts["multiple_changes_detail"] = (
-        "changed without a measurement in between: "
-        + ", ".join(f"{c['parameter']} ({c['code']})" for c in unmeasured)
-        if len(unmeasured) > 1
-        else ""
-    )
+    _detail(facts, "multiple_changes_detail", "audit.multiple_changes", len(unmeasured) > 1,
+            changes=", ".join(f"{c['parameter']} ({c['code']})" for c in unmeasured))  # fmt: skip
 
     missing = [
         m["round"]
@@ -63,16 +64,17 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         if not m["values"].get("ttft_ms") or not m["values"].get("tpot_ms")
     ]
     facts["total_time_only"] = bool(missing)
-    facts["total_time_only_detail"] = f"no TTFT/TPOT in: {', '.join(missing)}" if missing else ""
+    _detail(facts, "total_time_only_detail", "audit.total_time_only", bool(missing),
+            rounds=", ".join(missing))  # fmt: skip
 
     crossed = [c for c in session.comparisons if c.get("fingerprint") is None]
     facts["cross_scenario_comparison"] = bool(crossed)
-    facts["cross_scenario_detail"] = (
-        f"{len(crossed)} comparison(s) across fingerprints" if crossed else ""
-    )
+    _detail(facts, "cross_scenario_detail", "audit.cross_scenario", bool(crossed), n=len(crossed))
 
-    facts["budget_unjudged_detail"] = budget_unjudged(session.facts)
-    facts["budget_unjudged"] = bool(facts["budget_unjudged_detail"])
+    unjudged = budget_unjudged(session.facts)
+    facts["budget_unjudged"] = unjudged is not None
+    _detail(facts, "budget_unjudged_detail", "audit.budget_unjudged", unjudged is not None,
+            **(unjudged or {"prompt": 0, "bar": 0}))  # fmt: skip
 
     loadgen = session.facts.get("loadgen") or {}
     facts["offline_as_latency"] = loadgen.get("scenario") == "Offline" and bool(session.comparisons)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from wizard.words import LANGS, joined, plain, texts
+
 # What a round's /metrics says of the engine (measure probe's `server` facts).
 METRIC_KEYS = (
     "num_gpu_blocks",
@@ -81,28 +83,23 @@ def judge(declared: str, diffs: dict[str, list[Any]], observable: set[str]) -> d
     causes = [name for name in changed if name not in consequences]
     if not causes:
         seen = declared in {parameter_name(k) for k in observable}
-        return {
-            "verdict": "not seen" if seen else "not observable",
-            "changed": [],
-            "text": (
-                f"the server still reports the same {declared}: the change did not take"
-                if seen
-                else f"the server's self-description does not include {declared}; not checked"
-            ),
-        }
+        said = texts("check.not_taken" if seen else "check.not_observable", name=declared)
+        return {"verdict": "not seen" if seen else "not observable", "changed": [],
+                "text": said["en"], "texts": said}  # fmt: skip
     if causes == [declared]:
-        return {"verdict": "confirmed", "changed": causes,
-                "text": f"confirmed by the server: {_describe(diffs, declared)}"}  # fmt: skip
-    return {
-        "verdict": "several" if len(causes) > 1 else "other",
-        "changed": causes,
-        "text": "the server reports "
-        + "; ".join(_describe(diffs, name) for name in causes)
-        + f" (declared: {declared})",
-    }
+        said = texts("check.confirmed", change=_described(diffs, [declared]))
+        return {"verdict": "confirmed", "changed": causes, "text": said["en"], "texts": said}
+    said = texts("check.other", changes=_described(diffs, causes), declared=declared)
+    return {"verdict": "several" if len(causes) > 1 else "other", "changed": causes,
+            "text": said["en"], "texts": said}  # fmt: skip
 
 
-def _describe(diffs: dict[str, list[Any]], name: str) -> str:
+def _described(diffs: dict[str, list[Any]], names: list[str]) -> dict[str, str]:
+    """``max_num_seqs 256 -> 128; enforce_eager yes -> no`` in every language."""
+    return {lang: joined([_describe(diffs, name, lang) for name in names], lang) for lang in LANGS}
+
+
+def _describe(diffs: dict[str, list[Any]], name: str, lang: str) -> str:
     key = next(k for k in diffs if parameter_name(k) == name)
     before, after = diffs[key]
-    return f"{name} {before} -> {after}"
+    return f"{name} {plain(before, lang)} -> {plain(after, lang)}"

@@ -50,11 +50,6 @@ SIM_SPECULATIVE = "num_speculative_tokens"
 NGINX_DEFAULTS = {"proxy_buffering": "on", "proxy_read_timeout": "60s", "gzip_types": "text/html"}
 # The upstream framing under which nginx's default buffering batches a stream (see above).
 SIM_HTTP = "h11"
-UPSTREAM_NOTE = (
-    "the simulator runs with --http h11: it answers nginx's HTTP/1.0 request close-delimited, "
-    "which nginx's default proxy_buffering holds back in bursts; a stock vLLM (httptools) answers "
-    "chunked and nginx passes its events through"
-)
 
 
 def engine_flags(given: list[str]) -> dict[str, str]:

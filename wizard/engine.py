@@ -25,7 +25,7 @@ from wizard.operator import Decision, Operator, coerce
 from wizard.playbook import END, Finding, Node, Playbook, ProbeCall
 from wizard.probes.runner import ProbeContext, ProbeResult, run_probe
 from wizard.transcript import TranscriptWriter
-from wizard.words import percent, recorded, texts
+from wizard.words import LANGS, evidence_source, percent, recorded, texts
 from wizard.workload import Workload
 
 COMPARED_SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms")
@@ -302,8 +302,9 @@ async def _visit(session: Session, node: Node) -> str:
         value = coerce(question, await session.operator.ask(question, default, session.lang, known))
         session.answers[question.id] = value
         answer = {"id": question.id, "value": value}
-        if known and value == default:
+        if known and value == default and default_from is not None:
             answer["from_evidence"] = default_from
+            answer["from_evidence_texts"] = _source_texts(session, default_from)
         session.record("answer", node.id, answer)
     for call in node.probes:
         if not conditions.evaluate(call.when, session.facts, session.answers):
@@ -321,6 +322,16 @@ async def _visit(session: Session, node: Node) -> str:
         exit_data["stage_done"] = _stage_result(session, node.stage)
     session.record("node_exit", node.id, exit_data)
     return edge.to
+
+
+def _source_texts(session: Session, path: str) -> dict[str, str]:
+    """Where an answer came from, in every language (an nginx location named by its path)."""
+    parts = path.split(".")
+    location = None
+    if parts[0] == "nginxconf" and len(parts) > 3:
+        found = conditions.lookup(session.facts, ".".join([*parts[:3], "path"]))
+        location = found if isinstance(found, str) else None
+    return {lang: evidence_source(path, lang, location) for lang in LANGS}
 
 
 def _stage_result(session: Session, stage: str) -> dict[str, Any]:
@@ -586,11 +597,11 @@ async def _check_one_change(
     for key in ("model", "version"):
         was, now = identity_before.get(key), identity_after.get(key)
         if was is not None and now is not None and was != now:
-            session.record("config_check", node.id, {
-                "verdict": "different server", "changed": [key],
-                "text": f"a different server answers at {session.ctx.target} ({key} {was} -> {now}): "
-                        "its rounds are not compared with the earlier ones",
-            })  # fmt: skip
+            said = texts(
+                "check.different_server", target=session.ctx.target, fact=key, was=was, now=now
+            )
+            session.record("config_check", node.id, {"verdict": "different server", "changed": [key],
+                                                     "text": said["en"], "texts": said})  # fmt: skip
             return False
     log_after = None
     if log_before.get("available"):

@@ -9,9 +9,32 @@ from __future__ import annotations
 
 
 class WizardError(Exception):
-    """An error with a one-line message meant for the operator."""
+    """An error with a one-line message meant for the operator; ``texts`` holds the same line in
+    every language the words table has (the message is its English)."""
 
     exit_code = 1
+
+    def __init__(self, message: str, texts: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.texts = texts or {"en": message}
+
+    @classmethod
+    def said(cls, key: str, **values: object) -> WizardError:
+        """The error worded by ``key`` in the words table, in every language."""
+        from wizard.words import texts
+
+        worded = texts(key, **values)
+        return cls(worded["en"], worded)
+
+    @classmethod
+    def cannot_read(cls, path: object, exc: OSError) -> WizardError:
+        """``cannot read PATH: why``, the system's reason in every language the table knows."""
+        import errno
+
+        from wizard.words import WORDS
+
+        key = f"oserror.{errno.errorcode.get(exc.errno or 0, '')}"
+        return cls.said("error.cannot_read", path=path, why=WORDS.get(key) or str(exc.strerror))
 
 
 class UsageError(WizardError):

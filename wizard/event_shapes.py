@@ -76,7 +76,7 @@ PROBE_FACTS = {
     "measure": MEASURE_FACTS,
     # The summary lists each flag's detail as written (report.py audit_details).
     "audit": {
-        f"{flag}_detail?": Opt(str)
+        key: shape
         for flag in (
             "cold_steady_mixed",
             "multiple_changes",
@@ -84,10 +84,15 @@ PROBE_FACTS = {
             "cross_scenario",
             "budget_unjudged",
         )
+        for key, shape in ((f"{flag}_detail?", Opt(str)), (f"{flag}_detail_texts?", Opt(dict)))
     },
     "validate": LOADGEN_FACTS,
     "host": {"source": ANY, "interconnect": ANY, "gpu_names?": Opt([ANY]), "notes?": Opt([ANY])},
-    "vllm-log": {"file?": ANY, "errors?": Opt([{"kind": ANY, "line": ANY}])},
+    "vllm-log": {
+        "file?": ANY,
+        "errors?": Opt([{"kind": ANY, "line": ANY}]),
+        "note_texts?": Opt(dict),
+    },
     "nginx-config": {
         "locations": list,
         "findings": [{"code": ANY, "file": ANY, "line": ANY, "directive": ANY}],
@@ -95,8 +100,8 @@ PROBE_FACTS = {
 }
 SHAPES: dict[str, Any] = {
     "node_enter": {"title": TEXT, "stage": str, "covers": [str], "explain": TEXT},
-    "question": {"id": str, "text": TEXT, "default": ANY},
-    "answer": {"id": str, "value": ANY, "from_evidence?": Opt(str)},
+    "question": {"id": str, "text": TEXT, "default": ANY, "default_from?": Opt(str)},
+    "answer": {"id": str, "value": ANY, "from_evidence?": Opt(str), "from_evidence_texts?": TEXT},
     "node_exit": {
         "next": str,
         "stage_done?": Opt(
@@ -142,7 +147,7 @@ SHAPES: dict[str, Any] = {
     "verdict": {"code": ANY, "verdict": ANY, "round": ANY, "evidence": ANY},
     "inconclusive": {"code": str, "rounds": [str], "reason": str},
     "resume": {"at": ANY, "server?": Opt(dict)},
-    "config_check": {"verdict": ANY, "text": ANY},
+    "config_check": {"verdict": ANY, "text": ANY, "texts?": Opt(dict)},
     "noise": {"bands": Each(NUMBER), "rounds": [ANY]},
     "note": {"text": str},
     "measurement": {

@@ -232,8 +232,9 @@ class InteractiveOperator:
             return await questionary.confirm(text, default=bool(default)).unsafe_ask_async()
         if question.type == "select":
             return await questionary.select(
-                text, choices=list(question.choices), default=default
-            ).unsafe_ask_async()
+                text, choices=list(question.choices), default=default,
+                instruction=say("decide.arrows", lang),
+            ).unsafe_ask_async()  # fmt: skip
         while True:
             raw = await questionary.text(
                 text, default="" if default is None else str(default)
@@ -256,7 +257,7 @@ class InteractiveOperator:
         prompt = say("decide.prompt", lang, code=finding.code, apply=change["apply"], layer=change["layer"],
                      parameter=change["parameter"])  # fmt: skip
         action = await questionary.select(
-            prompt, choices=choices, default=choices[0]
+            prompt, choices=choices, default=choices[0], instruction=say("decide.arrows", lang)
         ).unsafe_ask_async()
         if action == skip:
             return Decision(applied=False, note="skipped by the operator")

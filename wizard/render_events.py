@@ -12,7 +12,18 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.event_shapes import problem, unreadable_note
-from wizard.words import WORDS, joined, paren, say, verdict_word
+from wizard.words import (
+    WORDS,
+    answer_label,
+    evidence_source,
+    joined,
+    outside_engine,
+    paren,
+    say,
+    segment_name,
+    value_word,
+    verdict_word,
+)
 
 SEVERITY_STYLE = {"info": "cyan", "warn": "yellow", "fail": "bold red"}
 VERDICT_STYLE = {
@@ -32,6 +43,11 @@ def pick(text: Any, lang: str) -> str:
     if isinstance(text, dict):
         return str(text.get(lang) or text.get("en") or "")
     return "" if text is None else str(text)
+
+
+def _answer_value(question_id: str, value: Any, lang: str) -> str:
+    """An answer as a person reads it: yes/no, a link's name, never ``None`` or ``True``."""
+    return value_word(question_id, value, lang)
 
 
 def _ms(value: Any) -> str:
@@ -54,26 +70,35 @@ def render_event(
         )
     if kind == "question":
         source = (
-            say("walk.default_from", lang, source=data["default_from"])
+            say("walk.default_from", lang, source=evidence_source(data["default_from"], lang))
             if data.get("default_from")
             else ""
         )
         if data.get("asked") is False:  # the evidence answered it: its answer line says so
             return None
+        default = _answer_value(data["id"], data["default"], lang)
         if replay:
             return Text(say("walk.replay_question", lang, text=pick(data["text"], lang),
-                            default=data["default"], source=source))  # fmt: skip
+                            default=default, source=source))  # fmt: skip
         if source:  # the prompt shows the default; say where it came from
-            return Text(say("walk.question_default", lang, id=data["id"], default=data["default"],
-                            source=source), style="dim")  # fmt: skip
+            return Text(say("walk.question_default", lang, label=answer_label(data["id"], lang),
+                            default=default, source=source), style="dim")  # fmt: skip
     if kind == "answer":
+        label, value = (
+            answer_label(data["id"], lang),
+            _answer_value(data["id"], data["value"], lang),
+        )
         if data.get("from_evidence"):
             source = data["from_evidence"]
-            key = "walk.not_asked_earlier" if source.startswith("answers.") else "walk.not_asked"
+            if source.startswith("answers."):
+                return Text(
+                    say("walk.not_asked_earlier", lang, label=label, value=value), style="cyan"
+                )
+            shown = pick(data.get("from_evidence_texts") or evidence_source(source, lang), lang)
             return Text(
-                say(key, lang, id=data["id"], value=data["value"], source=source), style="cyan"
+                say("walk.not_asked", lang, label=label, value=value, source=shown), style="cyan"
             )
-        return Text(f"  {data['id']} = {data['value']}", style="cyan")
+        return Text(say("walk.answer", lang, label=label, value=value), style="cyan")
     if kind == "node_exit":
         done = data.get("stage_done")
         if done and done["passed"]:
@@ -114,9 +139,12 @@ def render_event(
                     style="bold")  # fmt: skip
     if kind == "config_check":
         style = {"confirmed": "green", "not observable": "dim"}.get(data["verdict"], "bold red")
-        return Text(say("walk.server_check", lang, text=data["text"]), style=style)
+        return Text(
+            say("walk.server_check", lang, text=pick(data.get("texts") or data["text"], lang)),
+            style=style,
+        )
     if kind == "noise":
-        bands = ", ".join(f"{k} ±{v:.0%}" for k, v in data["bands"].items())
+        bands = ", ".join(f"{segment_name(k)} ±{v:.0%}" for k, v in data["bands"].items())
         return Text(say("walk.noise", lang, rounds=" vs ".join(data["rounds"]),
                         bands=bands or say("walk.not_measurable", lang)), style="dim")  # fmt: skip
     if kind == "note":
@@ -149,7 +177,7 @@ def _probe(data: dict[str, Any], lang: str) -> RenderableType:
         )
     if name == "endpoints":
         return Text(say("walk.endpoints", lang, model=facts.get("model"), version=facts.get("version"),
-                        auth=facts.get("auth"),
+                        auth=value_word("auth", facts.get("auth"), lang),
                         completions="ok" if facts.get("completions_ok") else facts.get("completions_status"),
                         chat="ok" if facts.get("chat_ok") else facts.get("chat_status"),
                         suffix=say("walk.suffix", lang, suffix=facts["suffix"]) if facts.get("suffix") else ""))  # fmt: skip
@@ -172,6 +200,11 @@ def _probe(data: dict[str, Any], lang: str) -> RenderableType:
         return _loadgen_line(facts, lang)
     if name == "replicas":
         return Text(_replicas_lines(facts, lang))
+    if name == "fleet" and not facts.get("available"):
+        error = facts.get("error")
+        return Text(
+            say("walk.fleet_failed", lang, error=error) if error else say("walk.fleet_off", lang)
+        )
     shown = {k: v for k, v in facts.items() if not isinstance(v, dict | list)}
     return Text(f"  {name} ({label}): " + ", ".join(f"{k}={v}" for k, v in shown.items()))
 
@@ -255,18 +288,20 @@ def _known(value: Any, lang: str, unit_key: str = "") -> str:
 def _replicas_lines(facts: dict[str, Any], lang: str) -> str:
     """Each replica measured directly, the balancer's share, and what is wrong, one line each."""
     if not facts.get("available"):
-        return f"  replicas: not measured ({facts.get('note', 'no replicas known')})"
+        why = pick(facts.get("note_texts") or facts.get("note", "no replicas known"), lang)
+        return say("walk.replicas_off", lang, why=why)
     shares = (facts.get("balancer_round") or {}).get("shares") or {}
-    lines = [f"  replicas from {facts.get('source')}:"]
+    lines = [say("replicas.from", lang, source=facts.get("source"))]
     for replica in facts.get("replicas") or []:
         steady = replica.get("steady") or {}
         share = shares.get(replica.get("url"))
         lines.append(
-            f"    {replica.get('url')}: TTFT p50 {_known(steady.get('ttft_p50'), lang, 'ms')}, TPOT p50 "
-            f"{_known(steady.get('tpot_p50'), lang, 'ms')}"
-            + (f", {share:.0%} of the balancer's requests" if share is not None else "")
-            + (f"; slow: {replica['cause']} ({replica.get('why')})" if replica.get("cause") else "")
-        )
+            say("replicas.line", lang, url=replica.get("url"), ttft=_known(steady.get("ttft_p50"), lang, "ms"),
+                tpot=_known(steady.get("tpot_p50"), lang, "ms"))
+            + (say("replicas.share", lang, share=f"{share:.0%}") if share is not None else "")
+            + (say("replicas.slow", lang, cause=replica["cause"], why=replica.get("why"))
+               if replica.get("cause") else "")
+        )  # fmt: skip
     for cause, text in (facts.get("evidence") or {}).items():
         lines.append(f"    {cause}: {text}")
     return "\n".join(lines)
@@ -278,7 +313,7 @@ def _host_line(facts: dict[str, Any], lang: str) -> str:
     line = say("host.line", lang, source=say(source_key, lang) if source_key in WORDS else facts["source"],
                cores=_known(facts.get("physical_cores"), lang), gpus=_known(facts.get("gpus"), lang),
                names=paren("", names, lang) if names else "",
-               interconnect=_known(None if facts["interconnect"] == "unknown" else facts["interconnect"], lang),
+               interconnect=value_word("interconnect", facts["interconnect"], lang),
                visible=_known(facts.get("cuda_visible_devices"), lang))  # fmt: skip
     notes = facts.get("notes_texts") or facts.get("notes")
     if notes:
@@ -290,11 +325,18 @@ def _log_line(facts: dict[str, Any], lang: str) -> str:
     if not facts.get("available"):
         return say("log.none", lang)
     if facts.get("note"):
-        return say("log.note", lang, file=facts["file"], note=facts["note"])
+        return say(
+            "log.note",
+            lang,
+            file=facts["file"],
+            note=pick(facts.get("note_texts") or facts["note"], lang),
+        )
     errors = ", ".join(say("log.error_at", lang, kind=e["kind"], line=e["line"])
                        for e in facts.get("errors", [])[:5])  # fmt: skip
     where = (
-        f" (replica {facts['replica']} of {facts['replica_count']})" if facts.get("replica") else ""
+        say("log.replica", lang, replica=facts["replica"], count=facts["replica_count"])
+        if facts.get("replica")
+        else ""
     )
     line = say("log.line", lang, file=facts["file"] + where, engine=_known(facts.get("engine"), lang),
                tp=_known(facts.get("tensor_parallel_size"), lang),
@@ -306,13 +348,12 @@ def _log_line(facts: dict[str, Any], lang: str) -> str:
                errors=say("log.errors", lang, errors=errors) if errors else "")  # fmt: skip
     for replica in facts.get("replicas", []):
         kinds = ", ".join(replica["error_kinds"]) or say("walk.none", lang)
-        line += (
-            f"\n    {replica['replica']}: vLLM {_known(replica.get('version'), lang)}, max_num_seqs "
-            f"{_known(replica.get('max_num_seqs'), lang)}, KV cache "
-            f"{_known(replica.get('kv_cache_tokens'), lang, 'tokens')}, errors: {kinds}"
-        )
+        line += "\n" + say("log.replica_line", lang, replica=replica["replica"],
+                            version=_known(replica.get("version"), lang),
+                            seqs=_known(replica.get("max_num_seqs"), lang),
+                            kv=_known(replica.get("kv_cache_tokens"), lang, "tokens"), errors=kinds)  # fmt: skip
     if facts.get("differing_text"):
-        line += f"\n    differ between replicas: {facts['differing_text']}"
+        line += "\n" + say("log.differ", lang, text=facts["differing_text"])
     return line
 
 
@@ -335,8 +376,8 @@ def measurement_table(facts: dict[str, Any], title: str, lang: str = "en") -> Ta
         notes.append(say("table.server", lang, waiting=_count(server["waiting_max"]),
                          preemptions=_count(server["preemptions"]),
                          kv="?" if kv_peak is None else f"{kv_peak:.1%}"))  # fmt: skip
-        if server.get("ttft_outside_engine_ms") is not None:
-            notes.append(say("table.outside", lang, ms=_ms(server["ttft_outside_engine_ms"])))
+        if (outside := outside_engine(server.get("ttft_outside_engine_ms"))) is not None:
+            notes.append(say("table.outside", lang, ms=_ms(outside)))
     burst = facts.get("burst") or {}
     if burst.get("max_events_per_read", 0) > 1:
         notes.append(say("table.bursts", lang, n=burst["max_events_per_read"]))
@@ -384,7 +425,8 @@ def _rounds(data: dict[str, Any], side: str) -> str:
 
 def _comparison(data: dict[str, Any], lang: str = "en") -> Table:
     table = Table(
-        title=say("cmp.title", lang, after=_rounds(data, "after"), against=data["against"],
+        title=say("cmp.title", lang, after=_rounds(data, "after"),
+                  against=value_word("against", data["against"], lang),
                   before=_rounds(data, "before")),
         title_justify="left",
     )  # fmt: skip
@@ -410,9 +452,9 @@ def _comparison(data: dict[str, Any], lang: str = "en") -> Table:
         )
         # ITL is judged by each request's median gap (measure.JUDGED_BY): say so beside it.
         segment = (
-            say("cmp.per_request", lang, segment=row["segment"])
+            say("cmp.per_request", lang, segment=segment_name(row["segment"]))
             if row.get("judged_by")
-            else row["segment"]
+            else segment_name(row["segment"])
         )
         table.add_row(segment, _ms(row["before_p50"]), _ms(row["after_p50"]), _ms(row["change_ms"]), ci,
                       Text(verdict, style=style))  # fmt: skip

@@ -102,8 +102,12 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
         "validation": validation,
         "findings": findings,
         "loadgen": facts.get("loadgen"),
-        "audit": {k: v for k, v in audit.items() if not k.endswith("_detail")},
-        "audit_details": [v for k, v in audit.items() if k.endswith("_detail") and v],
+        "audit": {k: v for k, v in audit.items() if not k.endswith(("_detail", "_detail_texts"))},
+        "audit_details": [
+            pick(audit.get(f"{k}_texts") or v, lang)
+            for k, v in audit.items()
+            if k.endswith("_detail") and v
+        ],
         "replay": f"latency-wizard replay {transcript.path}",
         "lang": lang,
         "first": first,

@@ -15,6 +15,7 @@ from wizard.words import (
     count,
     evidence_item,
     ms,
+    outside_engine,
     percent,
     say,
     segment_name,
@@ -220,7 +221,7 @@ def _server(report: dict[str, Any], lang: str) -> list[Block]:
     rows = [
         [Cell(row["round"]), Cell(count(server["waiting_max"])), Cell(count(server["running_max"])),
          Cell(count(server["preemptions"]), "bad" if server["preemptions"] else ""),
-         Cell(percent(server["kv_usage_max"])), Cell(ms(server["ttft_outside_engine_ms"]))]
+         Cell(percent(server["kv_usage_max"])), Cell(ms(outside_engine(server["ttft_outside_engine_ms"])))]
         for row in report["rounds"] if (server := row.get("server"))
     ]  # fmt: skip
     if not rows:

@@ -211,7 +211,7 @@ def load(path: Path | str, salvage: bool = False) -> Transcript:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise TranscriptError(f"cannot read {path}: {exc.strerror}") from None
+        raise TranscriptError.cannot_read(path, exc) from None
     if not raw:
         raise TranscriptError(f"{path}: empty file (is this a transcript?)")
     pieces = raw.split(b"\n")

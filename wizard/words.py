@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+LANGS = ("en", "zh")
+
 SEGMENT_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
 
 WORDS: dict[str, dict[str, str]] = {
@@ -25,10 +27,10 @@ WORDS: dict[str, dict[str, str]] = {
     "labelled": {"en": "{label}: {text}", "zh": "{label}：{text}"},
     # headings
     "title": {"en": "Latency incident summary: {model} at {target}",
-              "zh": "延迟事件摘要：{target} 上的 {model}"},
+              "zh": "延迟故障摘要：{target} 上的 {model}"},
     "tldr": {"en": "TL;DR", "zh": "TL;DR 结论"},
     "baseline_vs_final": {"en": "Baseline (the incident's first rounds) beside the final state",
-                          "zh": "基线（事件的首轮测量）与最终状态对照"},
+                          "zh": "基线（故障时的首轮测量）与最终状态对照"},
     "server_side": {"en": "Server side per round", "zh": "每轮的服务端数据"},
     "changes": {"en": "Changes", "zh": "变更"},
     "rounds": {"en": "Every round", "zh": "全部测量轮次"},
@@ -107,7 +109,7 @@ WORDS: dict[str, dict[str, str]] = {
     "ms_pair": {"en": "{segment} (ms, p50 / p99)", "zh": "{segment}（ms，p50 / p99）"},
     "ms_p50": {"en": "{segment} p50 (ms)", "zh": "{segment} p50（ms）"},
     "ms_p99": {"en": "{segment} p99 (ms)", "zh": "{segment} p99（ms）"},
-    "incident": {"en": "incident", "zh": "事件"},
+    "incident": {"en": "incident", "zh": "故障"},
     "final": {"en": "final", "zh": "最终"},
     "steady": {"en": "steady", "zh": "稳态"},
     "cold": {"en": "cold", "zh": "冷启动"},
@@ -152,9 +154,9 @@ WORDS: dict[str, dict[str, str]] = {
     "via_proxy": {"en": ", via proxy {proxy}", "zh": "，经代理 {proxy}"},
     "workload.line": {"en": "Workload ({whose}): {model}, {endpoint}, {prompt}, {concurrency} streams",
                       "zh": "负载（{whose}）：{model}，{endpoint}，{prompt}，{concurrency} 路并发"},
-    "workload.incident": {"en": "the incident's", "zh": "事件本身的请求形态"},
+    "workload.incident": {"en": "the incident's", "zh": "故障时的请求形态"},
     "workload.own": {"en": "the wizard's own; run --request-body or --model, --endpoint, ... give the incident's",
-                     "zh": "向导自带的请求形态；用 run --request-body 或 --model、--endpoint 等指定事件本身的"},
+                     "zh": "向导自带的请求形态；用 run --request-body 或 --model、--endpoint 等指定故障时的"},
     "workload.tokens": {"en": "{input} words in, {output} tokens out", "zh": "输入 {input} 词，输出 {output} token"},
     "workload.body": {"en": "the body of {file}", "zh": "{file} 中的请求正文"},
     "server_version": {"en": "Server version: {version}; playbook: {playbook}",
@@ -162,7 +164,7 @@ WORDS: dict[str, dict[str, str]] = {
     "rounds_label": {"en": "Rounds", "zh": "测量轮次"},
     "more_flags": {"en": "(+{n} more)", "zh": "（另有 {n} 条）"},
     "rounds_count": {"en": "{total} rounds ({failed} failed)", "zh": "共 {total} 轮（{failed} 轮失败）"},
-    "chart.baseline": {"en": "{segment} p50 (ms): incident and final", "zh": "{segment} p50（ms）：事件与最终"},
+    "chart.baseline": {"en": "{segment} p50 (ms): incident and final", "zh": "{segment} p50（ms）：故障时与最终"},
     "chart.change": {"en": "{segment} p50 (ms), {parameter}", "zh": "{segment} p50（ms），{parameter}"},
     # the engine's notes (engine.note), recorded in every language
     "note.skipped": {"en": "probe {probe} skipped (its condition does not hold)",
@@ -220,8 +222,8 @@ WORDS: dict[str, dict[str, str]] = {
     "client.send_delayed": {"en": "the client held its requests back: {delay} ms (p99 {delay99} ms) from stamp to the request written out (pool wait p99 {pool} ms, {cpu} of a core): fewer requests were in flight than asked, and each arriving event waited its turn",
                             "zh": "客户端延后了请求：从打时间戳到写出请求 {delay} ms（p99 {delay99} ms；连接池等待 p99 {pool} ms，占一个核心的 {cpu}）：在途请求少于要求，每个到达的事件都在排队"},
     # the host probe's notes (probes.host)
-    "host.collect": {"en": "on the GPU host run: {commands}; then pass that folder (with the vLLM log) as --host-evidence DIR",
-                     "zh": "在 GPU 主机上运行：{commands}；然后把该文件夹（连同 vLLM 日志）作为 --host-evidence DIR 传入"},
+    "host.collect": {"en": "on the GPU host run: `{commands}`; then pass that folder (with the vLLM log) as --host-evidence DIR",
+                     "zh": "在 GPU 主机上运行：`{commands}`；然后把该文件夹（连同 vLLM 日志）作为 --host-evidence DIR 传入"},
     "host.no_driver": {"en": "no NVIDIA driver on this machine (no NVML, no nvidia-smi): GPU count and links are unknown; if vLLM runs elsewhere, {hint}",
                        "zh": "本机没有 NVIDIA 驱动（没有 NVML，也没有 nvidia-smi）：GPU 数量和互联未知；如果 vLLM 在别处运行，{hint}"},
     "host.no_files": {"en": "{folder} holds no files; {hint}", "zh": "{folder} 中没有文件；{hint}"},
@@ -232,6 +234,7 @@ WORDS: dict[str, dict[str, str]] = {
     # the operator's prompts (operator.InteractiveOperator.decide)
     "decide.prompt": {"en": "{code}: apply `{apply}` ({layer} {parameter})?",
                       "zh": "{code}：应用 `{apply}`（{layer} {parameter}）吗？"},
+    "decide.arrows": {"en": "(Use arrow keys)", "zh": "（用方向键选择）"},
     "decide.for_me": {"en": "apply it for me", "zh": "替我应用"},
     "decide.skip": {"en": "not applied (skip)", "zh": "不应用（跳过）"},
     "decide.by_hand": {"en": "I applied it myself", "zh": "我已自行应用"},
@@ -240,14 +243,123 @@ WORDS: dict[str, dict[str, str]] = {
     "decide.after": {"en": "Its value now:", "zh": "现在的值："},
     "decide.restarted": {"en": "Did the server restart (the next requests are cold)?",
                          "zh": "服务重启了吗（接下来的请求是冷启动）？"},
+    # the closing audit's details (audit.probe), quoted by LAT090-093's evidence
+    "audit.cold_steady_mixed": {"en": "measured right after a restart with no warm-up: {rounds}",
+                                "zh": "重启后未预热就测量：{rounds}"},
+    "audit.multiple_changes": {"en": "changed without a measurement in between: {changes}",
+                               "zh": "两次变更之间没有测量：{changes}"},
+    "audit.total_time_only": {"en": "no TTFT/TPOT in: {rounds}", "zh": "以下轮次没有 TTFT/TPOT：{rounds}"},
+    "audit.cross_scenario": {"en": "comparisons across fingerprints: {n}", "zh": "跨越不同请求规格的比较：{n} 次"},
+    "audit.budget_unjudged": {
+        "en": "a token budget too large (LAT011) cannot be judged without the vLLM log here: the long round's {prompt}-token prompt shows a budget of at most {prompt}, and one is claimed only above twice this GPU class's default ({bar}); pass --vllm-log",
+        "zh": "此处没有 vLLM 日志就无法判断 token 预算是否过大（LAT011）：长提示轮次的 {prompt} token 提示最多只能显示 {prompt} 的预算，而只有超过该 GPU 类别默认值的两倍（{bar}）才会判定；请提供 --vllm-log",
+    },
+    # the server's own word on a change (config_check.judge, engine)
+    "check.not_taken": {"en": "the server still reports the same {name}: the change did not take",
+                        "zh": "服务报告的 {name} 没有变：变更没有生效"},
+    "check.not_observable": {"en": "the server's self-description does not include {name}; not checked",
+                             "zh": "服务的自我描述中没有 {name}；未核对"},
+    "check.confirmed": {"en": "confirmed by the server: {change}", "zh": "服务已确认：{change}"},
+    "check.other": {"en": "the server reports {changes} (declared: {declared})",
+                    "zh": "服务报告 {changes}（声明的是：{declared}）"},
+    "check.different_server": {"en": "a different server answers at {target} ({fact} {was} -> {now}): its rounds are not compared with the earlier ones",
+                               "zh": "{target} 上应答的是另一个服务（{fact} {was} -> {now}）：它的轮次不与之前的比较"},
+    # one-line errors (errors.WizardError.said, cli.main)
+    "error.line": {"en": "latency-wizard {command}: error: {message}", "zh": "latency-wizard {command}：错误：{message}"},
+    "error.cannot_read": {"en": "cannot read {path}: {why}", "zh": "无法读取 {path}：{why}"},
+    "error.not_http_url": {"en": "{url} is not an http(s) URL", "zh": "{url} 不是 http(s) URL"},
+    "error.base_url": {"en": "{url}: give the server's base URL without /v1 ({base}); the wizard adds the paths",
+                       "zh": "{url}：请给出不带 /v1 的服务基础 URL（{base}）；向导会自己加上路径"},
+    "error.not_seconds": {"en": "{text} is not a number of seconds", "zh": "{text} 不是秒数"},
+    "error.seconds_above_0": {"en": "{text}: give a number of seconds above 0", "zh": "{text}：请给出大于 0 的秒数"},
+    "error.cannot_reach": {"en": "cannot reach {url}: {why}", "zh": "无法连接 {url}：{why}"},
+    "error.log_hint": {"en": "{message} (if the server failed to start, {hint} tells why)",
+                       "zh": "{message}（如果服务没能启动，{hint} 会说明原因）"},
+    "error.cannot_list_models": {"en": "cannot list models at {url}: {why}", "zh": "无法在 {url} 列出模型：{why}"},
+    "oserror.ENOENT": {"en": "no such file or folder", "zh": "文件或文件夹不存在"},
+    "oserror.EACCES": {"en": "permission denied", "zh": "没有权限"},
+    "oserror.EISDIR": {"en": "it is a folder", "zh": "这是一个文件夹"},
+    "oserror.ENOTDIR": {"en": "a part of the path is no folder", "zh": "路径中的某一段不是文件夹"},
+    # why a request got no HTTP answer (probes.reach)
+    "reach.not_tls": {"en": "the server does not speak TLS (https); if it serves plain HTTP, use {url}",
+                      "zh": "服务不支持 TLS（https）；如果它提供的是普通 HTTP，请用 {url}"},
+    "reach.tls_failed": {"en": "the TLS handshake failed: {reason}", "zh": "TLS 握手失败：{reason}"},
+    "reach.no_name": {"en": "cannot resolve the host name {host} (a typo, or not in this DNS?)",
+                      "zh": "无法解析主机名 {host}（拼写错误，或不在此 DNS 中？）"},
+    "reach.connect_timeout": {"en": "no answer within the connect timeout (a firewall, or the wrong host?)",
+                              "zh": "连接超时内没有应答（防火墙，或主机不对？）"},
+    "reach.read_timeout": {"en": "it took the request and then sent nothing within the read timeout",
+                           "zh": "它接受了请求，但在读取超时内什么也没有发送"},
+    "reach.refused": {"en": "nothing listens there (connection refused): is the server running on this port?",
+                      "zh": "该端口没有服务在监听（连接被拒绝）：服务是否在这个端口上运行？"},
+    "reach.not_http": {"en": "it answered, but not in HTTP (it sent {preview}): is this the server's port?",
+                       "zh": "它有应答，但不是 HTTP（发送了 {preview}）：这是服务的端口吗？"},
+    "reach.closed": {"en": "it accepted the connection and closed it without an HTTP answer: not an HTTP server, or not this port",
+                     "zh": "它接受了连接，但没有 HTTP 应答就关闭了：不是 HTTP 服务，或不是这个端口"},
+    # the demo's own lines, before the walk
+    "demo.starting": {"en": "starting the simulator (scenario {scenario}) ...", "zh": "正在启动模拟器（场景 {scenario}）……"},
+    "demo.sim": {"en": "simulator: {url}  (vLLM log: {log})", "zh": "模拟器：{url}（vLLM 日志：{log}）"},
+    "demo.nginx": {"en": "nginx:     {url}  (nginx's defaults: proxy_buffering on)",
+                   "zh": "nginx：{url}（nginx 默认配置：proxy_buffering on）"},
+    "demo.upstream": {"en": "upstream:  the simulator runs with --http h11: it answers nginx's HTTP/1.0 request close-delimited, which nginx's default proxy_buffering holds back in bursts; a stock vLLM (httptools) answers chunked and nginx passes its events through",
+                      "zh": "上游：模拟器以 --http h11 运行，对 nginx 的 HTTP/1.0 请求以关闭连接界定正文作答，nginx 默认的 proxy_buffering 会把它成批攒住；标准 vLLM（httptools）以 chunked 作答，nginx 会逐个转发事件"},
+    "demo.no_nginx": {"en": "nginx is not installed: walking without the proxy leg (Debian: apt-get install nginx)",
+                      "zh": "没有安装 nginx：诊断不含代理这一段（Debian：apt-get install nginx）"},
     # the walk in the terminal (live, replay): render_events
-    "walk.not_asked_earlier": {"en": "  {id} = {value}  (answered earlier; not asked)",
-                               "zh": "  {id} = {value}（之前已回答；不再询问）"},
-    "walk.not_asked": {"en": "  {id} = {value}  (from the evidence: {source}; not asked)",
-                       "zh": "  {id} = {value}（来自证据：{source}；不再询问）"},
+    "walk.not_asked_earlier": {"en": "  {label}: {value}  (answered earlier; not asked)",
+                               "zh": "  {label}：{value}（之前已回答；不再询问）"},
+    "walk.not_asked": {"en": "  {label}: {value}  (from the evidence: {source}; not asked)",
+                       "zh": "  {label}：{value}（来自证据：{source}；不再询问）"},
+    "walk.answer": {"en": "  {label}: {value}", "zh": "  {label}：{value}"},
     "walk.default_from": {"en": " from the evidence ({source})", "zh": "，来自证据（{source}）"},
-    "walk.question_default": {"en": "  {id}: default {default}{source}", "zh": "  {id}：默认值 {default}{source}"},
+    "walk.question_default": {"en": "  {label}: default {default}{source}", "zh": "  {label}：默认值 {default}{source}"},
     "walk.replay_question": {"en": "? {text}  [default: {default}{source}]", "zh": "？{text}  [默认值：{default}{source}]"},
+    "walk.fleet_off": {"en": "  fleet: not read (no --prometheus URL given)", "zh": "  fleet：未读取（没有提供 --prometheus URL）"},
+    "walk.fleet_failed": {"en": "  fleet: Prometheus gave no answer: {error}", "zh": "  fleet：Prometheus 没有应答：{error}"},
+    "walk.replicas_off": {"en": "  replicas: not measured ({why})", "zh": "  副本：未测量（{why}）"},
+    "replicas.too_few": {"en": "fewer than two replica URLs known (--replica, an nginx upstream in --nginx-conf, or Prometheus' targets with --prometheus)",
+                         "zh": "已知的副本 URL 少于两个（--replica、--nginx-conf 中的 nginx upstream，或 --prometheus 的 Prometheus 目标）"},
+    "replicas.from": {"en": "  replicas from {source}:", "zh": "  副本（来自 {source}）："},
+    "replicas.line": {"en": "    {url}: TTFT p50 {ttft}, TPOT p50 {tpot}", "zh": "    {url}：TTFT p50 {ttft}，TPOT p50 {tpot}"},
+    "replicas.share": {"en": ", {share} of the balancer's requests", "zh": "，负载均衡分到 {share} 的请求"},
+    "replicas.slow": {"en": "; slow: {cause} ({why})", "zh": "；偏慢：{cause}（{why}）"},
+    "log.replica": {"en": " (replica {replica} of {count})", "zh": "（副本 {replica}，共 {count} 个）"},
+    "log.replica_line": {"en": "    {replica}: vLLM {version}, max_num_seqs {seqs}, KV cache {kv}, errors: {errors}",
+                         "zh": "    {replica}：vLLM {version}，max_num_seqs {seqs}，KV 缓存 {kv}，错误：{errors}"},
+    "log.differ": {"en": "    differ between replicas: {text}", "zh": "    副本之间的差异：{text}"},
+    # a question's answer, named for a person (the question's id is the answers file's key)
+    "answer.api": {"en": "API", "zh": "API"},
+    "answer.run_loadgen": {"en": "validate with LoadGen", "zh": "用 LoadGen 验证"},
+    "answer.gpus": {"en": "GPUs", "zh": "GPU 数量"},
+    "answer.physical_cores": {"en": "physical cores", "zh": "物理核心数"},
+    "answer.tensor_parallel_size": {"en": "--tensor-parallel-size", "zh": "--tensor-parallel-size"},
+    "answer.pipeline_parallel_size": {"en": "--pipeline-parallel-size", "zh": "--pipeline-parallel-size"},
+    "answer.interconnect": {"en": "GPU link", "zh": "GPU 互联"},
+    "answer.nodes": {"en": "nodes", "zh": "节点数"},
+    "answer.nginx_dump": {"en": "nginx -T output", "zh": "nginx -T 输出"},
+    "answer.proxy_read_timeout_s": {"en": "proxy_read_timeout (s)", "zh": "proxy_read_timeout（秒）"},
+    "answer.proxy_connect_timeout_s": {"en": "proxy_connect_timeout (s)", "zh": "proxy_connect_timeout（秒）"},
+    "answer.continue_all": {"en": "walk the skipped stages", "zh": "继续被跳过的阶段"},
+    "answer.restarted": {"en": "vLLM running again", "zh": "vLLM 已重新运行"},
+    # where an answer from the evidence came from (a fact's first key)
+    "source.session": {"en": "the walk's workload", "zh": "本次诊断的负载设置"},
+    "source.endpoints": {"en": "the server's endpoints", "zh": "服务端点"},
+    "source.vllmlog": {"en": "vLLM log", "zh": "vLLM 日志"},
+    "source.host": {"en": "the GPU host's files", "zh": "GPU 主机的文件"},
+    "source.nginxconf": {"en": "nginx config", "zh": "nginx 配置"},
+    "source.location": {"en": "nginx config, location {path}", "zh": "nginx 配置，location {path}"},
+    "source.answers": {"en": "an earlier answer", "zh": "之前的回答"},
+    # values a probe records as words of its own
+    "value.interconnect.single": {"en": "one GPU (no link)", "zh": "单 GPU（无互联）"},
+    "value.interconnect.mixed": {"en": "mixed", "zh": "混合"},
+    "value.interconnect.unknown": {"en": "unknown", "zh": "未知"},
+    "value.auth.none": {"en": "none", "zh": "无"},
+    "value.auth.ok": {"en": "key accepted", "zh": "密钥已接受"},
+    "value.auth.required": {"en": "key required", "zh": "需要密钥"},
+    "value.auth.rejected": {"en": "key rejected", "zh": "密钥被拒绝"},
+    "value.auth.unknown": {"en": "unknown", "zh": "未知"},
+    "value.against.baseline": {"en": "baseline", "zh": "基线"},
+    "value.against.before the changes": {"en": "before the changes", "zh": "变更之前"},
     "walk.pass": {"en": "PASS {stage}: no cause found{info}", "zh": "PASS {stage}：未发现原因{info}"},
     "walk.pass_info": {"en": " (for information: {codes})", "zh": "（仅供参考：{codes}）"},
     "walk.change": {"en": "change ({layer}): {parameter}: {before} -> {after}{restarted}",
@@ -278,7 +390,7 @@ WORDS: dict[str, dict[str, str]] = {
     "walk.offline": {"en": "; throughput only, not latency evidence", "zh": "；只反映吞吐，不能作为延迟证据"},
     "walk.queries_failed": {"en": "{failed} of {queries} queries failed (recorded as LoadGen's {result})",
                             "zh": "{queries} 个查询中 {failed} 个失败（LoadGen 记为 {result}）"},
-    "busy.body": {"en": "the incident's body", "zh": "事件本身的请求正文"},
+    "busy.body": {"en": "the incident's body", "zh": "故障时的请求正文"},
     "busy.tokens": {"en": "{input} + {output} tokens", "zh": "{input} + {output} token"},
     "busy.via": {"en": " via {endpoint}", "zh": "，经 {endpoint}"},
     "busy.measure": {"en": "measuring {label}: {streams} streams, {requests} requests of {shape}{via}",
@@ -297,6 +409,10 @@ WORDS: dict[str, dict[str, str]] = {
     "log.note": {"en": "  vLLM log {file}: {note}", "zh": "  vLLM 日志 {file}：{note}"},
     "log.line": {"en": "  vLLM log {file}: engine {engine}, TP {tp} x PP {pp}, max_model_len {max_model_len}, max_num_batched_tokens {budget}, KV cache {kv}, start-up {startup}{errors}",
                  "zh": "  vLLM 日志 {file}：引擎 {engine}，TP {tp} x PP {pp}，max_model_len {max_model_len}，max_num_batched_tokens {budget}，KV 缓存 {kv}，启动耗时 {startup}{errors}"},
+    "log.nothing": {"en": "nothing in this input looks like a vLLM log line", "zh": "输入中没有一行像 vLLM 日志"},
+    "log.stdin": {"en": "standard input", "zh": "标准输入"},
+    "log.not_a_log": {"en": "latency-wizard probe vllm-log: {name}: no vLLM log line in its {lines} lines (is this the server's log? vLLM writes it to standard error)",
+                      "zh": "latency-wizard probe vllm-log：{name}：其 {lines} 行中没有 vLLM 日志行（这是服务的日志吗？vLLM 把日志写到标准错误）"},
     "log.errors": {"en": "; errors: {errors}", "zh": "；错误：{errors}"},
     "log.error_at": {"en": "{kind} (line {line})", "zh": "{kind}（第 {line} 行）"},
     "tokens": {"en": "{n} tokens", "zh": "{n} token"},
@@ -347,6 +463,12 @@ EVIDENCE_LABELS: dict[str, tuple[str, str, str]] = {
     "gpu_memory_gib": ("GPU memory", "显存", " GiB"),
     "interconnect": ("interconnect", "互联", ""),
     "cuda_visible_devices": ("CUDA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", ""),
+    # where a question's answer was found (words.evidence_source)
+    "gpus_used": ("GPUs used", "使用的 GPU 数量", ""),
+    "gpus_if_cpu_only": ("no GPU (CPU backend)", "无 GPU（CPU 后端）", ""),
+    "nodes_spanned": ("nodes spanned", "跨越的节点数", ""),
+    "endpoint": ("API", "API", ""),
+    "api": ("API", "API", ""),
 }
 
 
@@ -367,6 +489,33 @@ def texts(key: str, **values: Any) -> dict[str, str]:
 def recorded(kind: str, value: str) -> dict[str, str] | str:
     """A value the wizard records in English (a decision's note) in every language it has."""
     return WORDS.get(f"{kind}.{value}") or value
+
+
+def value_word(kind: str, value: Any, lang: str) -> str:
+    """A value a probe records as a word (``single``, ``none``) as a person reads it."""
+    key = f"value.{kind}.{value}"
+    return say(key, lang) if key in WORDS else plain(value, lang)
+
+
+def answer_label(question_id: str, lang: str) -> str:
+    """A question's answer named for a person: ``run_loadgen`` -> ``validate with LoadGen``."""
+    key = f"answer.{question_id}"
+    return say(key, lang) if key in WORDS else question_id.replace("_", " ")
+
+
+def evidence_source(path: str, lang: str, location: str | None = None) -> str:
+    """Where an answer came from, readably: ``nginxconf.locations.0.proxy_read_timeout_s`` ->
+    ``nginx config, location /v1: proxy_read_timeout``; ``vllmlog.gpus_used`` -> ``vLLM log``."""
+    parts = path.split(".")
+    where = say(f"source.{parts[0]}", lang) if f"source.{parts[0]}" in WORDS else parts[0]
+    if parts[0] == "nginxconf" and len(parts) > 3 and parts[1] == "locations":
+        where = say("source.location", lang, path=location or f"#{int(parts[2]) + 1}")
+    field = parts[-1].removesuffix("_s")
+    if field in EVIDENCE_LABELS:
+        field = EVIDENCE_LABELS[field][1 if lang == "zh" else 0]
+    elif parts[0] != "nginxconf":  # an nginx directive keeps its name
+        field = field.replace("_", " ")
+    return say("labelled", lang, label=where, text=field)
 
 
 def joined(parts: list[str], lang: str, separator: str = "sep") -> str:
@@ -395,6 +544,12 @@ def ms(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}"
+
+
+def outside_engine(value: float | None) -> float | None:
+    """TTFT outside the engine (the client's mean less the server's), or None when the server's
+    mean is the larger: the two count different requests then, and a negative time is no path's."""
+    return None if value is None or value < 0 else value
 
 
 def percent(fraction: float | None) -> str:

@@ -73,11 +73,12 @@ def demo_command(args: argparse.Namespace) -> int:
 
     from wizard import playbook
     from wizard.cli.run import _create, default_language, default_transcript_path, execute
-    from wizard.demo import UPSTREAM_NOTE, DemoStack, engine_flags
+    from wizard.demo import DemoStack, engine_flags
     from wizard.operator import AutoOperator, InteractiveOperator, ScriptedOperator
     from wizard.render import console
     from wizard.sim.scenarios import get_scenario
     from wizard.transcript import Redactor
+    from wizard.words import say
     from wizard.workload import Workload
 
     scenario = get_scenario(args.scenario)  # unknown names fail before anything starts
@@ -90,21 +91,17 @@ def demo_command(args: argparse.Namespace) -> int:
     def terminate(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
+    lang = args.lang or default_language()
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        screen.print(f"starting the simulator (scenario {args.scenario}) ...", soft_wrap=True)
+        screen.print(say("demo.starting", lang, scenario=args.scenario), soft_wrap=True)
         stack.start()
-        screen.print(f"simulator: {stack.sim_url}  (vLLM log: {stack.sim_log})", soft_wrap=True)
+        screen.print(say("demo.sim", lang, url=stack.sim_url, log=stack.sim_log), soft_wrap=True)
         if stack.nginx is not None:
-            screen.print(
-                f"nginx:     {stack.nginx.url}  (nginx's defaults: proxy_buffering on)",
-                soft_wrap=True,
-            )
-            screen.print(f"upstream:  {UPSTREAM_NOTE}", soft_wrap=True)
+            screen.print(say("demo.nginx", lang, url=stack.nginx.url), soft_wrap=True)
+            screen.print(say("demo.upstream", lang), soft_wrap=True)
         elif not args.no_nginx:
-            screen.print(
-                "nginx is not installed: walking without the proxy leg (Debian: apt-get install nginx)"
-            )
+            screen.print(say("demo.no_nginx", lang))
         if args.answers:
             operator: Any = ScriptedOperator.from_file(Path(args.answers), book, stack)
         elif args.auto or not sys.stdin.isatty():
@@ -114,7 +111,7 @@ def demo_command(args: argparse.Namespace) -> int:
         proxy = stack.nginx.url if stack.nginx is not None else None
         path = Path(args.transcript) if args.transcript else default_transcript_path(stack.sim_url)
         header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
-                  "target": stack.sim_url, "proxy": proxy, "lang": args.lang or default_language(),
+                  "target": stack.sim_url, "proxy": proxy, "lang": lang,
                   "nginx_conf": str(stack.nginx.config_path) if stack.nginx is not None else None,
                   "vllm_log": None if "log" in args.withhold else str(stack.sim_log),
                   "host_evidence": None if "host" in args.withhold else str(stack.host_evidence),

@@ -21,7 +21,7 @@ def text_input(path: str) -> Iterator[TextIO]:
     try:
         handle = open(path, encoding="utf-8", errors="replace")  # noqa: PTH123, SIM115
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+        raise UsageError.cannot_read(path, exc) from None
     with handle:
         yield handle
 
@@ -29,13 +29,32 @@ def text_input(path: str) -> Iterator[TextIO]:
 def seconds(text: str) -> float:
     """A ``--timeout``: a finite number of seconds above 0 (0 would time out every request and
     hide the real failure behind 'no response within 0 s')."""
+    from wizard.words import say
+
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        raise argparse.ArgumentTypeError(
+            say("error.not_seconds", language(), text=repr(text))
+        ) from None
     if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0")
+        raise argparse.ArgumentTypeError(say("error.seconds_above_0", language(), text=repr(text)))
     return value
+
+
+def language(argv: list[str] | None = None) -> str:
+    """The language the command asked for (``--lang``), else the locale's: an error in the
+    arguments is said before they are parsed."""
+    from wizard.cli.run import default_language
+
+    argv = sys.argv[1:] if argv is None else argv
+    for i, arg in enumerate(argv):
+        given = arg.removeprefix("--lang=") if arg.startswith("--lang=") else None
+        if arg == "--lang" and i + 1 < len(argv):
+            given = argv[i + 1]
+        if given in ("en", "zh"):
+            return given
+    return default_language()
 
 
 def check_base_url(url: str) -> None:
@@ -48,14 +67,12 @@ def check_base_url(url: str) -> None:
 
     shown = without_userinfo(url)  # a key given in the URL is never echoed
     if not url.startswith(("http://", "https://")):
-        raise UsageError(f"{shown!r} is not an http(s) URL")
+        raise UsageError.said("error.not_http_url", url=repr(shown))
     parts = urlsplit(shown)
     path = parts.path.rstrip("/")
     if path.endswith("/v1") or "/v1/" in path:
         base = f"{parts.scheme}://{parts.netloc}{path[: path.find('/v1')]}"
-        raise UsageError(
-            f"{shown!r}: give the server's base URL without /v1 ({base}); the wizard adds the paths"
-        )
+        raise UsageError.said("error.base_url", url=repr(shown), base=base)
 
 
 SALVAGE_HELP = (

@@ -47,10 +47,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except WizardError as exc:
+        from wizard.cli.inputs import language
+        from wizard.words import say
+
         # A message may quote a server or a file: one line, nothing a terminal would obey, and no
         # secret (a key in a URL's userinfo or in the environment).
-        message = " ".join(printable(_masker(args, argv)(str(exc))).split())
-        print(f"latency-wizard {args.command}: error: {message}", file=sys.stderr)
+        lang = language(argv)
+        text = exc.texts.get(lang) or str(exc)
+        message = " ".join(printable(_masker(args, argv)(text)).split())
+        print(say("error.line", lang, command=args.command, message=message), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"latency-wizard {args.command}: interrupted", file=sys.stderr)

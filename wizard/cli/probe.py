@@ -404,7 +404,7 @@ async def _metrics_text(url: str, timeout_s: float) -> str:
 
     from wizard.errors import WizardError
     from wizard.probes.bounded import BoundedRequestError, fetch
-    from wizard.probes.reach import explain
+    from wizard.probes.reach import explain_texts
 
     async with httpx.AsyncClient(timeout=timeout_s) as client:
         try:
@@ -412,7 +412,9 @@ async def _metrics_text(url: str, timeout_s: float) -> str:
         except httpx.TimeoutException:
             raise WizardError(f"{url} did not answer within {timeout_s:g} s") from None
         except httpx.HTTPError as exc:
-            raise WizardError(f"cannot read {url}: {explain(exc, url)}") from None
+            raise WizardError.said(
+                "error.cannot_read", path=url, why=explain_texts(exc, url)
+            ) from None
         except BoundedRequestError as exc:
             raise WizardError(str(exc)) from None
     if status != 200:
@@ -542,7 +544,7 @@ def run_metrics(args: argparse.Namespace) -> int:
         try:
             text = Path(path).read_bytes().decode("utf-8", errors="replace")
         except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+            raise UsageError.cannot_read(path, exc) from None
         if not text.strip():
             raise WizardError(f"{path} is empty")
         return text
@@ -631,12 +633,12 @@ def run_vllm_log(args: argparse.Namespace) -> int:
             print(printable(_replica_line(replica)))
     if recognised:
         return 0
-    name = "standard input" if args.file == "-" else args.file
-    print(
-        f"latency-wizard probe vllm-log: {name}: no vLLM log line in its {report['lines']} lines "
-        "(is this the server's log? vLLM writes it to standard error)",
-        file=sys.stderr,
-    )
+    from wizard.cli.inputs import language
+    from wizard.words import say
+
+    lang = language()
+    name = say("log.stdin", lang) if args.file == "-" else args.file
+    print(say("log.not_a_log", lang, name=name, lines=report["lines"]), file=sys.stderr)
     return 1
 
 

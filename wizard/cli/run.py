@@ -302,7 +302,8 @@ def preflight(
     from wizard.auth import without_userinfo
     from wizard.errors import WizardError
     from wizard.probes.bounded import BoundedRequestError, headers_within_deadline
-    from wizard.probes.reach import explain, server_down
+    from wizard.probes.reach import explain_texts, server_down
+    from wizard.words import texts
 
     try:
         aio.run(
@@ -311,18 +312,21 @@ def preflight(
             )
         )
     except httpx.HTTPError as exc:
-        message = without_userinfo(f"cannot reach {url}: {explain(exc, url)}")
+        message = texts(
+            "error.cannot_reach", url=without_userinfo(url), why=explain_texts(exc, url)
+        )
         log_tells = server_down(exc)
     except BoundedRequestError as exc:
-        message = without_userinfo(f"cannot reach {url}: {exc}")
+        message = texts("error.cannot_reach", url=without_userinfo(url), why=str(exc))
         log_tells = True  # headers that never come: a server that hangs, its log may say why
     else:
         return
     if not log_given:
         # The log explains a server that did not start, died or hangs; not an address's fault.
-        hint = f" (if the server failed to start, {log_hint} tells why)" if log_tells else ""
-        raise WizardError(message + hint)
-    print(f"{message}; reading the server's log instead", file=sys.stderr)
+        if log_tells:
+            raise WizardError.said("error.log_hint", message=message, hint=log_hint)
+        raise WizardError(message["en"], message)
+    print(f"{message['en']}; reading the server's log instead", file=sys.stderr)
 
 
 def _create(path: Path, header: dict[str, Any], redactor: Any) -> Any:

@@ -10,7 +10,7 @@ from wizard import safejson
 from wizard.errors import WizardError
 from wizard.numbers import parse_int
 from wizard.probes.bounded import BoundedRequestError, fetch
-from wizard.probes.reach import explain
+from wizard.probes.reach import explain, explain_texts
 
 
 async def served_model(client: httpx.AsyncClient, base_url: str, headers: dict[str, str]) -> str:
@@ -26,7 +26,9 @@ async def served_models(
     try:
         status, body = await fetch(client, "GET", url, headers=headers)
     except httpx.HTTPError as exc:
-        raise WizardError(f"cannot list models at {url}: {explain(exc, base_url)}") from None
+        raise WizardError.said(
+            "error.cannot_list_models", url=url, why=explain_texts(exc, base_url)
+        ) from None
     except BoundedRequestError as exc:
         raise WizardError(f"cannot list models: {exc}") from None
     if status == 401:

@@ -93,7 +93,7 @@ def load_files(source: Path) -> tuple[dict[str, str], list[str]]:
     try:
         text = source.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise WizardError(f"cannot read {source}: {exc.strerror}") from None
+        raise WizardError.cannot_read(source, exc) from None
     markers = list(DUMP_MARKER.finditer(text))
     if not markers:
         return {str(source): text}, [str(source)]

@@ -18,6 +18,7 @@ from urllib.parse import SplitResult, urlsplit
 import httpx
 
 from wizard.terminal import printable
+from wizard.words import texts
 
 # h11's words for a first line that is no HTTP status line: "illegal status line: bytearray(b'...')"
 _SENT = re.compile(r"illegal status line: bytearray\((b'.*'|b\".*\")\)")
@@ -26,38 +27,38 @@ _PREVIEW_CHARS = 40
 
 def explain(exc: BaseException, url: str) -> str:
     """What the failure of a request to ``url`` means, and what to do (the caller names the URL)."""
+    return explain_texts(exc, url)["en"]
+
+
+def explain_texts(exc: BaseException, url: str) -> dict[str, str]:
+    """``explain`` in every language."""
     parts = urlsplit(url)
     chain = list(_causes(exc))
     tls = next((e for e in chain if isinstance(e, ssl.SSLError)), None)
     if tls is not None:
         if "WRONG_VERSION_NUMBER" in str(tls) or "record layer failure" in str(tls):
-            return (
-                "the server does not speak TLS (https); if it serves plain HTTP, "
-                f"use {_with_scheme(parts, 'http')}"
-            )
+            return texts("reach.not_tls", url=_with_scheme(parts, "http"))
         reason = getattr(tls, "verify_message", None) or getattr(tls, "reason", None) or tls
-        return f"the TLS handshake failed: {printable(str(reason))}"
+        return texts("reach.tls_failed", reason=printable(str(reason)))
     if any(isinstance(e, socket.gaierror) for e in chain):
-        return f"cannot resolve the host name {parts.hostname!r} (a typo, or not in this DNS?)"
+        return texts("reach.no_name", host=repr(parts.hostname))
     if isinstance(exc, httpx.ConnectTimeout):
-        return "no answer within the connect timeout (a firewall, or the wrong host?)"
+        return texts("reach.connect_timeout")
     if isinstance(exc, httpx.ReadTimeout):
-        return "it took the request and then sent nothing within the read timeout"
+        return texts("reach.read_timeout")
     if isinstance(exc, httpx.ConnectError) and any(
         isinstance(e, ConnectionRefusedError) or "All connection attempts failed" in str(e)
         for e in chain
     ):
-        return "nothing listens there (connection refused): is the server running on this port?"
+        return texts("reach.refused")
     sent = _sent(chain)
     if sent is not None:
         preview = printable(sent[:_PREVIEW_CHARS].decode("ascii", "replace"))
-        return f"it answered, but not in HTTP (it sent {preview!r}): is this the server's port?"
+        return texts("reach.not_http", preview=repr(preview))
     if isinstance(exc, httpx.ReadError | httpx.ConnectError | httpx.RemoteProtocolError):
-        return (
-            "it accepted the connection and closed it without an HTTP answer: not an HTTP "
-            "server, or not this port"
-        )
-    return printable(f"{type(exc).__name__}: {exc}")
+        return texts("reach.closed")
+    raw = printable(f"{type(exc).__name__}: {exc}")
+    return {"en": raw, "zh": raw}
 
 
 def server_down(exc: BaseException) -> bool:

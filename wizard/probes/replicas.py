@@ -24,6 +24,7 @@ from wizard.errors import WizardError
 from wizard.probes import measure_probe, replica_judgement, replica_sources
 from wizard.probes.endpoints import served_model
 from wizard.probes.metrics import scrape
+from wizard.words import say, texts
 
 DEFAULTS: dict[str, Any] = {
     "concurrency": 8, "requests": 16, "warmup": 0, "input_tokens": 64, "max_tokens": 32,
@@ -107,9 +108,6 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     ``--nginx-conf``, Prometheus' targets), through ``--proxy``; unavailable with fewer than two."""
     found = replica_sources.known(ctx.replicas, ctx.nginx_conf, ctx.fleet)
     if found is None:
-        return {
-            "available": False,
-            "note": "fewer than two replica URLs known (--replica, an nginx upstream in "
-            "--nginx-conf, or Prometheus' targets with --prometheus)",
-        }
+        return {"available": False, "note": say("replicas.too_few", "en"),
+                "note_texts": texts("replicas.too_few")}  # fmt: skip
     return await measure_replicas(ctx, found, ctx.proxy, params)

@@ -44,6 +44,7 @@ from wizard.probes.vllm_run import (
     only_args,
     seconds_between,
 )
+from wizard.words import say, texts
 
 MAX_STATS_PER_RUN = 1000
 GLUE = re.compile(
@@ -551,7 +552,7 @@ class LogReader:
             notes.insert(0, f"{total} runs in this input: the last (from line {runs[-1].started_at_line}) "
                          "is reported, the first and the last are under 'runs'")  # fmt: skip
         if runs[-1].empty:
-            last["note"] = "nothing in this input looks like a vLLM log line"
+            last["note"], last["note_texts"] = say("log.nothing", "en"), texts("log.nothing")
             notes.append(last["note"])
         last["notes"] = notes
         return last

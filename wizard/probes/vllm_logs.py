@@ -87,7 +87,7 @@ def read_path(path: str | Path) -> dict[str, Any]:
             with file.open(encoding="utf-8", errors="replace") as handle:
                 split.feed(handle, file.name)
         except OSError as exc:
-            raise WizardError(f"cannot read {file}: {exc.strerror}") from None
+            raise WizardError.cannot_read(file, exc) from None
     return combine(split)
 
 
