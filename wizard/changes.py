@@ -576,18 +576,17 @@ def fewer_speculative_tokens(
     source = "loaded.server.spec_num_speculative_tokens"
     now = _fact(facts, source)
     per_pos = _fact(facts, "loaded.server.spec_acceptance_per_pos")
+    # The flags' spelling is the release's: separate flags before 0.8, the JSON from it on.
+    found = vllm_versions.server_release(facts)
+    release = found[0] if found else None
     if not isinstance(now, int) or not isinstance(per_pos, list) or len(per_pos) != now:
         return _unknown(template, "the acceptance of each draft position",
-                        '--speculative-config with "num_speculative_tokens": <the leading '
-                        "positions vllm:spec_decode_num_accepted_tokens_per_pos shows accepted "
-                        "at least half the time>")  # fmt: skip
+                        vllm_versions.speculation_apply(release, "<the leading positions "
+                        "vllm:spec_decode_num_accepted_tokens_per_pos shows accepted at least "
+                        "half the time>"))  # fmt: skip
     kept = next((index for index, rate in enumerate(per_pos) if rate < 0.5), now)
     shown = ", ".join(f"{rate:.0%}" for rate in per_pos)
-    apply = (
-        "start vLLM without --speculative-config"
-        if kept == 0
-        else f'--speculative-config with "num_speculative_tokens": {kept} (method and model as now)'
-    )
+    apply = vllm_versions.speculation_apply(release, kept)
     return {
         "layer": "vllm", "parameter": "num_speculative_tokens", "before": now,
         "before_from": source, "after": kept, "apply": apply,
