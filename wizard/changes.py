@@ -596,6 +596,49 @@ def fewer_speculative_tokens(
     }  # fmt: skip
 
 
+# LAT019's TPOT target: the decode step at most this much above the short-context one (the KV
+# read a quarter of it), with room below the finding's own bar of 1.5 for the re-measure's noise.
+LONG_CONTEXT_STEP_TARGET = 1.25
+
+
+def context_the_bandwidth_serves(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT019: the longest context whose decode step stays near the short-context one.
+
+    The two rounds at the same streams give the step's cost per token of context (the KV read:
+    the median gap's rise over the context's rise, the context of a decoding request being its
+    prompt and half its output); the context at which that read adds a quarter to the short
+    step is the cap, in whole blocks of 256 tokens. A linear model of what was measured, no
+    hardware table.
+    """
+    mml = current(facts, "max_model_len")
+    short, long = (_fact(facts, f"{r}.steady.itl_p50") for r in ("direct", "long"))
+    demands = [round_demand(facts, r) for r in ("direct", "long")]
+    # A decoding request's context: its prompt and, on average, half its output.
+    contexts = [
+        _fact(facts, f"{r}.spec.input_tokens") + _fact(facts, f"{r}.spec.output_tokens") / 2
+        for r in ("direct", "long")
+    ] if None not in demands else []  # fmt: skip
+    if not isinstance(short, int | float) or not isinstance(long, int | float) or not contexts:
+        return _unknown(template, "the median gap at a short and a long context",
+                        "--max-model-len <the context whose decode step stays near the "
+                        "short-context one>")  # fmt: skip
+    per_token = (long - short) / (contexts[1] - contexts[0]) if contexts[1] > contexts[0] else 0
+    if per_token <= 0:
+        return _unknown(template, "a rise of the median gap with the context",
+                        "--max-model-len <the context whose decode step stays near the "
+                        "short-context one>")  # fmt: skip
+    cap = contexts[0] + (LONG_CONTEXT_STEP_TARGET - 1) * short / per_token
+    after = max(256, int(cap) // 256 * 256)
+    return _vllm("max_model_len", mml, after, (
+        f"the median gap rose from {short:.1f} ms at {contexts[0]:.0f} tokens of context to "
+        f"{long:.1f} ms at {contexts[1]:.0f} ({per_token * 1000:.2f} ms per 1,000 tokens, the KV "
+        f"read); at {after} tokens it stays within {LONG_CONTEXT_STEP_TARGET:g} times the short "
+        "step. Longer prompts are then refused: serve them on a GPU with more memory bandwidth"
+    ))  # fmt: skip
+
+
 COMPUTERS: dict[str, Computer] = {
     "kv_room": kv_room, "fewer_seqs": fewer_seqs, "more_seqs": more_seqs,
     "smaller_budget": smaller_budget, "larger_budget": larger_budget,
@@ -605,6 +648,7 @@ COMPUTERS: dict[str, Computer] = {
     "lower_client_concurrency": lower_client_concurrency, "prefix_caching_on": prefix_caching_on,
     "chunked_prefill_on": chunked_prefill_on, "graphs_on": graphs_on,
     "parallel_layout": parallel_layout, "fewer_speculative_tokens": fewer_speculative_tokens,
+    "context_the_bandwidth_serves": context_the_bandwidth_serves,
 }  # fmt: skip
 
 

@@ -14,6 +14,7 @@ its first word the round's own), which is what the prefix cache is for.
 from __future__ import annotations
 
 import asyncio
+import math
 import secrets
 import time
 from dataclasses import asdict
@@ -21,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from wizard.bucket_quantile import QuantileBounds
 from wizard.errors import WizardError
 from wizard.measure import MeasurementSpec
 from wizard.probes.endpoints import served_model
@@ -160,6 +162,14 @@ def request_spec(ctx: Any, settings: dict[str, Any], model: str) -> RequestSpec:
     )
 
 
+def itl_median_facts(median: QuantileBounds | None) -> dict[str, float | None]:
+    """``itl_p50_low_ms`` < the round's median gap <= ``itl_p50_high_ms`` (None: above the last)."""
+    if median is None:
+        return {"itl_p50_low_ms": None, "itl_p50_high_ms": None}
+    high = None if math.isinf(median.high_s) else median.high_s * 1000
+    return {"itl_p50_low_ms": median.low_s * 1000, "itl_p50_high_ms": high}
+
+
 def body_hash(ctx: Any) -> str | None:
     """The incident body's hash for the spec (rounds of two bodies never compare)."""
     return ctx.workload.body_sha256 if ctx.workload is not None else None
@@ -232,6 +242,9 @@ class _ServerWatch:
             "prefill_mean_ms": prefill * 1000 if prefill is not None else None,
             "ttft_outside_engine_ms": outside_ms,
             "itl_note": change["itl_note"],
+            # The engine's own median gap between tokens, as the bucket that holds it: the round's
+            # plain decode step, with no client lag and no prefill stall in it.
+            **itl_median_facts(change["server_itl_p50"]),
             "kv_cache_tokens": after.kv_cache_tokens,
             "num_gpu_blocks": after.num_gpu_blocks,
             "block_size": after.block_size,

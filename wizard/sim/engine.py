@@ -244,7 +244,10 @@ class Engine:
             next_start = deadline
 
     def _step_ms(self, plan: StepPlan) -> float:
-        ms = step_time_ms(self.config, plan.prefill_tokens, plan.decode_seqs, plan.draft_tokens)
+        ms = step_time_ms(
+            self.config, plan.prefill_tokens, plan.decode_seqs, plan.draft_tokens,
+            plan.context_tokens,
+        )  # fmt: skip
         if self.steps_done < self.config.cold_start.slow_first_steps:
             ms += self.config.cold_start.slow_first_step_ms
         return ms
