@@ -639,6 +639,26 @@ def context_the_bandwidth_serves(
     ))  # fmt: skip
 
 
+def varying_part_to_end(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT023: the body's per-request part, named, moved after the prompt's shared words."""
+    kind, text = _fact(facts, "shape.varying_kind"), _fact(facts, "shape.varying_text")
+    word, words = _fact(facts, "shape.varying_word"), _fact(facts, "shape.prompt_words")
+    if not isinstance(kind, str) or not isinstance(text, str) or not isinstance(word, int):
+        return _unknown(template, "the body's per-request part",
+                        "<the per-request value> moved to the end of the prompt")  # fmt: skip
+    return {
+        "layer": "client", "parameter": "prompt_layout",
+        "before": f"{kind} at word {word} of {words}", "before_from": "shape.varying_word",
+        "after": f"{kind} at the end of the prompt",
+        "apply": f"put the {kind} ('{text}' in the body) after the rest of the prompt, e.g. at the "
+                 "end of the last user message",
+        "basis": f"the {words - word if isinstance(words, int) else '?'} words after it differ "
+                 "from one request to the next only because it does",
+    }  # fmt: skip
+
+
 COMPUTERS: dict[str, Computer] = {
     "kv_room": kv_room, "fewer_seqs": fewer_seqs, "more_seqs": more_seqs,
     "smaller_budget": smaller_budget, "larger_budget": larger_budget,
@@ -649,6 +669,7 @@ COMPUTERS: dict[str, Computer] = {
     "chunked_prefill_on": chunked_prefill_on, "graphs_on": graphs_on,
     "parallel_layout": parallel_layout, "fewer_speculative_tokens": fewer_speculative_tokens,
     "context_the_bandwidth_serves": context_the_bandwidth_serves,
+    "varying_part_to_end": varying_part_to_end,
 }  # fmt: skip
 
 

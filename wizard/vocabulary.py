@@ -15,7 +15,7 @@ CAUSES = frozenset({
     "engine_died", "server_unreachable", "validation_invalid", "prefix_cache_off",
     "chunked_prefill_off", "cuda_graphs_off", "speculative_decoding_costly", "replica_slow",
     "balancer_unbalanced", "balancer_sticky", "replica_config_differs",
-    "long_context_decode_bound",
+    "long_context_decode_bound", "prefix_cache_defeated_by_shape",
 })  # fmt: skip
 
 SEVERITIES = ("info", "warn", "fail")

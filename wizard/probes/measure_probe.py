@@ -36,7 +36,11 @@ WATCH_INTERVAL_S = 0.2
 DEFAULTS: dict[str, Any] = {
     "path": "direct", "endpoint": "completions", "input_tokens": 64, "max_tokens": 64,
     "concurrency": 4, "requests": 16, "warmup": 2, "stagger_ms": 0, "shared_prefix_tokens": 0,
+    "vary_part": "",
 }  # fmt: skip
+# ``vary_part`` of a replayed body: its per-request part fresh in every request, where it stands
+# or moved after the prompt (the prefix cache then sees the request's own shape).
+VARY_PARTS = {"in_place": False, "at_end": True}
 # The fewest words of its own a shared-prefix request keeps once its length is clamped.
 MIN_OWN_TOKENS = 64
 
@@ -149,12 +153,19 @@ def request_spec(ctx: Any, settings: dict[str, Any], model: str) -> RequestSpec:
         if replay and template is not None
         else max(0, min(int(settings["shared_prefix_tokens"]), input_tokens - MIN_OWN_TOKENS))
     )
+    varying = None
+    if replay and template is not None and settings["vary_part"] in VARY_PARTS:
+        from wizard.prompt_shape import find_varying
+
+        varying = find_varying(template)
     return RequestSpec(
         model=model,
         endpoint=settings["endpoint"],
         input_tokens=input_tokens,
         max_tokens=max_tokens,
-        distinct=True,
+        distinct=varying is None,
+        varying=varying,
+        varying_at_end=VARY_PARTS.get(settings["vary_part"], False),
         shared_prefix_tokens=shared,
         round_tag=secrets.token_hex(4) if shared else "",
         template=template,
