@@ -154,7 +154,7 @@ def request_spec(ctx: Any, settings: dict[str, Any], model: str) -> RequestSpec:
         else max(0, min(int(settings["shared_prefix_tokens"]), input_tokens - MIN_OWN_TOKENS))
     )
     varying = None
-    if replay and template is not None and settings["vary_part"] in VARY_PARTS:
+    if replay and template is not None and settings.get("vary_part") in VARY_PARTS:
         from wizard.prompt_shape import find_varying
 
         varying = find_varying(template)
@@ -165,7 +165,7 @@ def request_spec(ctx: Any, settings: dict[str, Any], model: str) -> RequestSpec:
         max_tokens=max_tokens,
         distinct=varying is None,
         varying=varying,
-        varying_at_end=VARY_PARTS.get(settings["vary_part"], False),
+        varying_at_end=VARY_PARTS.get(settings.get("vary_part", ""), False),
         shared_prefix_tokens=shared,
         round_tag=secrets.token_hex(4) if shared else "",
         template=template,
