@@ -1,7 +1,7 @@
 """``probe metrics`` wall time against the simulator, idle and under load.
 
 Run on demand: ``python benchmarks/probe_metrics.py [--runs 15]``. The simulator is pinned to CPU 0.
-Reports medians of: the whole CLI (``latency-wizard probe metrics --url URL --json`` as a fresh
+Reports medians of: the whole CLI (``latency-wizard probe metrics --target URL --json`` as a fresh
 process, what an engineer waits for), one in-process scrape + parse (what a walk round pays per
 scrape), and the size of the /metrics text. "Under load" runs 32 streams against the simulator
 while measuring, so the scrape competes with token streaming as it does during a walk round.
@@ -25,7 +25,7 @@ from wizard.probes.metrics import scrape
 
 def cli_seconds(url: str) -> float:
     began = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "wizard", "probe", "metrics", "--url", url, "--json"],
+    subprocess.run([sys.executable, "-m", "wizard", "probe", "metrics", "--target", url, "--json"],
                    check=True, capture_output=True)  # fmt: skip
     return time.perf_counter() - began
 

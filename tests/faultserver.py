@@ -14,6 +14,7 @@ import asyncio
 import itertools
 import json
 import socket
+import ssl
 import struct
 import threading
 from collections.abc import Iterator
@@ -197,13 +198,13 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
 
 
 @contextmanager
-def fault_server() -> Iterator[str]:
-    """Serve on a free loopback port in a background thread; yield the base URL."""
+def fault_server(tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """Serve on a free loopback port in a background thread (https with ``tls``); yield the base URL."""
     loop = asyncio.new_event_loop()
     ready: list[asyncio.Server] = []
 
     async def start() -> asyncio.Server:
-        return await asyncio.start_server(handle, "127.0.0.1", 0)
+        return await asyncio.start_server(handle, "127.0.0.1", 0, ssl=tls)
 
     async def shutdown() -> None:
         ready[0].close()
@@ -216,7 +217,7 @@ def fault_server() -> Iterator[str]:
     thread.start()
     ready.append(asyncio.run_coroutine_threadsafe(start(), loop).result(5))
     try:
-        yield f"http://127.0.0.1:{ready[0].sockets[0].getsockname()[1]}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{ready[0].sockets[0].getsockname()[1]}"
     finally:
         asyncio.run_coroutine_threadsafe(shutdown(), loop).result(5)
         loop.call_soon_threadsafe(loop.stop)

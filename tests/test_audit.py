@@ -45,3 +45,23 @@ def test_each_audit_flag() -> None:
     assert audit(comparisons=[{"fingerprint": None}])["cross_scenario_comparison"]
     offline = audit(facts={"loadgen": {"scenario": "Offline"}}, comparisons=[{"fingerprint": "x"}])
     assert offline["offline_as_latency"]
+
+
+def test_a_budget_the_long_round_cannot_show_is_said_to_need_the_log() -> None:
+    """On an H100-class host (default budget 8192) the long round's 12,000-token prompt can show
+    a budget of at most 12,000, below the 16,384 LAT011 needs: "no cause" there means "not
+    judged", and the audit says the log is needed. With the log, or on an A100-class host
+    (default 2048), the rule could judge, and nothing is said."""
+    long_round = {"spec": {"input_tokens": 12000}}
+    h100 = audit(facts={"host": {"batch_budget_default": 8192}, "long": long_round})
+    assert h100["budget_unjudged"] is True
+    assert (
+        "--vllm-log" in h100["budget_unjudged_detail"] and "16384" in h100["budget_unjudged_detail"]
+    )
+    with_log = {"host": {"batch_budget_default": 8192}, "long": long_round,
+                "vllmlog": {"max_num_batched_tokens": 8192}}  # fmt: skip
+    assert audit(facts=with_log)["budget_unjudged"] is False
+    a100 = audit(facts={"host": {"batch_budget_default": 2048}, "long": long_round})
+    assert a100["budget_unjudged"] is False and a100["budget_unjudged_detail"] == ""
+    # No long round (its stage was not walked): nothing to say about it.
+    assert audit(facts={"host": {"batch_budget_default": 8192}})["budget_unjudged"] is False

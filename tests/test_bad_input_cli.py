@@ -85,6 +85,7 @@ def test_https_against_a_plain_http_server(healthy_sim: SimProcess, tmp_path: Pa
     line = one_line(result)
     assert f"does not speak TLS (https); if it serves plain HTTP, use {healthy_sim.url}" in line
     assert "WRONG_VERSION_NUMBER" not in line
+    assert "--vllm-log" not in line  # the server's log cannot explain a wrong scheme
     assert not path.exists()
 
 
@@ -118,6 +119,7 @@ def test_a_port_that_is_not_http(ssh_like_port: int, tmp_path: Path) -> None:
     line = one_line(result)
     assert f"cannot reach {url}: it answered, but not in HTTP (it sent 'SSH-2.0-OpenSSH" in line
     assert "is this the server's port?" in line
+    assert "--vllm-log" not in line
     stream = cli("probe", "stream", "--target", url, "--model", "m", "--repeat", "1", "--json")
     assert stream.returncode == 1
     error = json.loads(stream.stdout)["samples"][0]["error"]
@@ -196,3 +198,68 @@ def test_a_target_with_the_apis_v1_gets_its_base_url(
         f"give the server's base URL without /v1 ({base}); the wizard adds the paths"
     )
     assert "canary" not in result.stderr and not path.exists()
+
+
+@pytest.fixture
+def file_server(tmp_path: Path) -> Iterator[str]:
+    """A plain HTTP server that is no vLLM: Python's own file server, on loopback."""
+    import sys
+    import time
+
+    port = free_port()
+    served = tmp_path / "www"
+    served.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "-d", str(served)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the file server did not start"
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_a_target_that_answers_http_but_is_no_openai_api(file_server: str, tmp_path: Path) -> None:
+    """The walk stops after the endpoints probe: no round, LAT021 says what to give, exit 4."""
+    path = tmp_path / "walk.ndjson"
+    result = cli("run", "--target", file_server, "--auto", "--transcript", str(path))
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert f"{file_server} answered HTTP (/health 404, /v1/models 404) but lists no models" in (
+        " ".join(result.stdout.split())
+    )
+    assert "the base URL of the vLLM server" in " ".join(result.stdout.split())
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    probes = [e["data"]["probe"] for e in events if e["type"] == "probe_result"]
+    assert probes == ["endpoints", "host", "vllm-log", "fleet"]  # no round, no LoadGen
+    assert [e["data"]["code"] for e in events if e["type"] == "finding"] == ["LAT021"]
+    assert events[-1]["type"] == "end" and events[-1]["data"]["outcome"] == "nothing_measured"
+    assert cli("replay", str(path)).returncode == 0
+    zh = cli("run", "--target", file_server, "--auto", "--lang", "zh",
+             "--transcript", str(tmp_path / "zh.ndjson"))  # fmt: skip
+    assert zh.returncode == 4
+    said = "".join(zh.stdout.split())
+    assert "目标地址不是OpenAIAPI" in said and "诊断已停止：这个目标上没有可测量的对象" in said
+
+
+def test_the_log_hint_only_where_the_log_can_tell(tmp_path: Path) -> None:
+    """Nothing listening: the server may have failed to start, its log says why. A name that does
+    not resolve is the address's fault (resolved here by hand: tests never query DNS)."""
+    import httpx
+
+    from wizard.probes.reach import server_down
+
+    result, _ = run_nowhere(tmp_path, "--auto")
+    assert result.returncode == 1
+    assert "(if the server failed to start, --vllm-log FILE tells why)" in one_line(result)
+    unresolved = httpx.ConnectError("[Errno -2] Name or service not known")
+    unresolved.__cause__ = socket.gaierror(-2, "Name or service not known")
+    assert not server_down(unresolved)

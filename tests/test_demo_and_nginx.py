@@ -200,8 +200,11 @@ def test_demo_interrupted_cleans_up_and_keeps_the_transcript(tmp_path: Path) -> 
     import time
 
     path = tmp_path / "interrupted.ndjson"
+    temporary = tmp_path / "tmp"  # the demo's temporary folders go here, and must be gone after
+    temporary.mkdir()
     process = subprocess.Popen(wizard_command("demo", "--auto", "--transcript", str(path)),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "TMPDIR": str(temporary)})  # fmt: skip
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (
         path.exists() and len(path.read_bytes().splitlines()) >= 5
@@ -213,3 +216,27 @@ def test_demo_interrupted_cleans_up_and_keeps_the_transcript(tmp_path: Path) -> 
     assert "start it again with: latency-wizard demo" in out and "Traceback" not in err
     assert transcript.load(path).events  # a valid prefix
     assert not leftover_processes(path)
+    assert str(temporary) in transcript.load(path).header["vllm_log"]
+    assert not list(temporary.iterdir())
+
+
+def test_demo_removes_its_folders_on_error_unless_asked_to_keep_them(tmp_path: Path) -> None:
+    """The answers file is read once the stack runs: a bad one is an error after the folders
+    exist. They are removed, or kept and named with --keep-files."""
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("gpus: -3\n")
+    for keep in (False, True):
+        temporary = tmp_path / f"tmp-{keep}"
+        temporary.mkdir()
+        result = subprocess.run(
+            wizard_command("demo", "--answers", str(answers), "--transcript", str(tmp_path / "t"),
+                           *(["--keep-files"] if keep else [])),
+            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+            env={**os.environ, "TMPDIR": str(temporary)},
+        )  # fmt: skip
+        assert result.returncode == 2, result.stderr
+        left = sorted(str(folder) for folder in temporary.iterdir())
+        kept = sorted(line.removeprefix("kept: ") for line in result.stdout.splitlines()
+                      if line.startswith("kept: "))  # fmt: skip
+        assert left == kept
+        assert bool(left) is keep

@@ -30,7 +30,7 @@ def test_metrics_from_a_live_server_both_generations(sim_factory: SimFactory) ->
             json={"prompt": "a b", "max_tokens": 4, "ignore_eos": True},
             timeout=30,
         )
-        result = probe("metrics", "--url", sim.url, "--json")
+        result = probe("metrics", "--target", sim.url, "--json")
         assert result.returncode == 0, result.stderr
         report = json.loads(result.stdout)
         assert report["generation"] == generation and report[usage_name] == 0.0
@@ -68,9 +68,9 @@ def test_metrics_bad_files(tmp_path: Path, content: bytes, message: str) -> None
 
 def test_metrics_url_that_hangs_or_is_wrong(healthy_sim: SimProcess, tmp_path: Path) -> None:
     with fault_server() as url:
-        hang = probe("metrics", "--url", url + "/hang", "--timeout", "0.5")
+        hang = probe("metrics", "--target", url + "/hang", "--timeout", "0.5")
     assert hang.returncode == 1 and "did not answer within 0.5 s" in hang.stderr
-    missing = probe("metrics", "--url", healthy_sim.url + "/nope")
+    missing = probe("metrics", "--target", healthy_sim.url + "/nope")
     assert missing.returncode == 1 and "answered HTTP 404" in missing.stderr
     unreadable = probe("metrics", "--file", str(tmp_path / "absent.txt"))
     assert unreadable.returncode == 2 and "cannot read" in unreadable.stderr
@@ -110,12 +110,12 @@ def test_metrics_since_a_saved_snapshot_reports_the_window(
     healthy_sim: SimProcess, tmp_path: Path
 ) -> None:
     saved = tmp_path / "before.prom"
-    assert probe("metrics", "--url", healthy_sim.url, "--save", str(saved)).returncode == 0
+    assert probe("metrics", "--target", healthy_sim.url, "--save", str(saved)).returncode == 0
     for _ in range(3):
         httpx.post(healthy_sim.url + "/v1/completions",
                    json={"prompt": "a b c", "max_tokens": 5, "ignore_eos": True}, timeout=30)  # fmt: skip
     report = json.loads(
-        probe("metrics", "--url", healthy_sim.url, "--since", str(saved), "--json").stdout
+        probe("metrics", "--target", healthy_sim.url, "--since", str(saved), "--json").stdout
     )
     window = report["since"]
     assert window["requests"] == 3 and window["generation_tokens"] == 15
@@ -157,13 +157,13 @@ def test_metrics_window_around_a_load_run_counts_preemptions(
 ) -> None:
     sim = sim_factory("--scenario", "kv-pressure", "--no-enable-prefix-caching")
     saved = tmp_path / "before.prom"
-    assert probe("metrics", "--url", sim.url, "--save", str(saved)).returncode == 0
+    assert probe("metrics", "--target", sim.url, "--save", str(saved)).returncode == 0
     loaded = probe("load", "--target", sim.url, "--concurrency", "8", "--requests", "16",
                    "--input-tokens", "100", "--max-tokens", "200")  # fmt: skip
     assert loaded.returncode == 0, loaded.stderr
-    window = json.loads(probe("metrics", "--url", sim.url, "--since", str(saved), "--json").stdout)[
-        "since"
-    ]
+    window = json.loads(
+        probe("metrics", "--target", sim.url, "--since", str(saved), "--json").stdout
+    )["since"]
     assert window["preemptions"] > 0 and window["preemptions_per_s"] > 0
     assert window["requests"] >= 16
 
@@ -172,8 +172,30 @@ def test_metrics_save_where_it_cannot_write_is_one_line(
     healthy_sim: SimProcess, tmp_path: Path
 ) -> None:
     target = tmp_path / "missing-dir" / "m.prom"
-    result = probe("metrics", "--url", healthy_sim.url, "--save", str(target))
+    result = probe("metrics", "--target", healthy_sim.url, "--save", str(target))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         f"latency-wizard probe: error: cannot write {target}: No such file or directory"
     ]
+
+
+def test_one_spelling_for_a_server_url_and_the_old_ones_still_work(
+    healthy_sim: SimProcess, tmp_path: Path
+) -> None:
+    """`--target` is a server's URL and `--host-evidence` the GPU host's files, in every command;
+    `probe metrics --url` and `probe host --evidence` still work for scripts, out of --help."""
+    old = json.loads(probe("metrics", "--url", healthy_sim.url, "--json").stdout)
+    new = json.loads(probe("metrics", "--target", healthy_sim.url, "--json").stdout)
+    assert old["num_gpu_blocks"] == new["num_gpu_blocks"] and old["block_size"] == new["block_size"]
+    assert "--target" in probe("metrics", "--help").stdout
+    assert "--url" not in probe("metrics", "--help").stdout
+    host_help = probe("host", "--help").stdout
+    assert "--host-evidence" in host_help and "--evidence" not in host_help.replace(
+        "--host-evidence", ""
+    )
+    (tmp_path / "lscpu.txt").write_text(
+        "Core(s) per socket: 8\nSocket(s): 2\nThread(s) per core: 2\n"
+    )
+    by_old = json.loads(probe("host", "--evidence", str(tmp_path), "--json").stdout)
+    by_new = json.loads(probe("host", "--host-evidence", str(tmp_path), "--json").stdout)
+    assert by_old["physical_cores"] == by_new["physical_cores"] == 16

@@ -149,3 +149,22 @@ def test_refusals_are_vllms_start_up_checks() -> None:
     assert refusals({"num_gpu_blocks": 16, "block_size": 128, "max_model_len": 2048})
     assert not refusals({"num_gpu_blocks": 17, "block_size": 128, "max_model_len": 2048})
     assert refusals({"max_num_batched_tokens": 128, "max_num_seqs": 256})
+
+
+def test_queueing_without_the_servers_stats_is_proven_gone_by_the_same_contrast() -> None:
+    """LAT013 found by TTFT growing under load while TPOT stays flat (stats off) is gone when the
+    repeated loaded round no longer shows that contrast; it was never gone before (the engine's
+    waiting counts it asked for do not exist then)."""
+    gone = BOOK.findings["LAT013"].gone
+    direct = {"steady": {"ttft_p50": 70, "tpot_p50": 10}}
+    queued = {"direct": direct, "loaded": {"steady": {"ttft_p50": 2100, "tpot_p50": 11},
+                                           "server": {"available": False}}}  # fmt: skip
+    fixed = {"direct": direct, "loaded": {"steady": {"ttft_p50": 160, "tpot_p50": 12},
+                                          "server": {"available": False}}}  # fmt: skip
+    assert raised("LAT013", {"facts": queued}) and not raised("LAT013", {"facts": fixed})
+    assert not conditions.evaluate(gone, queued, {})
+    assert conditions.evaluate(gone, fixed, {})
+    # With the server's stats on, its own queue decides, whatever the contrast says.
+    waiting = {**fixed, "loaded": {**fixed["loaded"], "server": {"available": True, "waiting_max": 6,
+                                                                 "waiting_share": 0.9}}}  # fmt: skip
+    assert not conditions.evaluate(gone, waiting, {})

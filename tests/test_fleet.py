@@ -274,7 +274,7 @@ def test_replicas_from_prometheus_targets_are_measured_directly(fleet: Fleet) ->
     assert sorted(r["url"] for r in report["replicas"]) == sorted(
         s.url for s in [fleet.faulty, *fleet.healthy]
     )
-    assert report["balancer_round"] is None  # no --via: the replicas only
+    assert report["balancer_round"] is None  # no --proxy: the replicas only
     assert report["slow"] == [fleet.faulty.url] and report["causes"] == ["queue_saturation"]
 
 

@@ -114,9 +114,10 @@ def test_this_machine_without_gpus_is_unknown_with_a_hint() -> None:
 
 
 def test_empty_folder_missing_folder_and_human_output(tmp_path: Path) -> None:
-    result = cli("probe", "host", "--evidence", str(tmp_path))
+    result = cli("probe", "host", "--host-evidence", str(tmp_path))
     assert result.returncode == 0
     assert "physical_cores: unknown" in result.stdout and "holds no files" in result.stdout
+    # The old spelling still works (scripts rely on it), out of --help (docs/cli.md).
     result = cli("probe", "host", "--evidence", str(tmp_path / "nope"))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
@@ -188,7 +189,7 @@ def test_an_env_dump_yields_only_cuda_visible_devices(tmp_path: Path) -> None:
     (tmp_path / "env.txt").write_text(
         f"HF_TOKEN={canary}\nVLLM_API_KEY={canary}\nCUDA_VISIBLE_DEVICES=1\n"
     )
-    result = subprocess.run(wizard_command("probe", "host", "--evidence", str(tmp_path), "--json"),
+    result = subprocess.run(wizard_command("probe", "host", "--host-evidence", str(tmp_path), "--json"),
                             capture_output=True, text=True, timeout=60)  # fmt: skip
     assert json.loads(result.stdout)["cuda_visible_devices"] == "1"
     assert canary not in result.stdout + result.stderr

@@ -122,7 +122,9 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("mode", TRICKLES)
 def test_probe_metrics_against_a_trickling_server_ends_in_one_line(faults: str, mode: str) -> None:
-    metrics = cli("probe", "metrics", "--url", f"{faults}/{mode}", "--timeout", str(READ_TIMEOUT_S))
+    metrics = cli(
+        "probe", "metrics", "--target", f"{faults}/{mode}", "--timeout", str(READ_TIMEOUT_S)
+    )
     assert metrics.returncode == 1 and "Traceback" not in metrics.stderr
     assert len(metrics.stderr.strip().splitlines()) == 1
 

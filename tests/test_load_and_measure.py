@@ -333,3 +333,18 @@ def test_probe_load_usage_errors(args: list[str], message: str) -> None:
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert result.returncode == 2 and message in result.stderr
+
+
+def test_a_round_keeps_the_engines_own_mean_gap(sim_factory: SimFactory) -> None:
+    """The burst guard's scale (the stream's pace by the engine, not by a client that may be
+    starved) is a fact of the round; with the server's stats off there is none to keep."""
+    from wizard import aio
+    from wizard.probes import measure_probe
+    from wizard.probes.runner import ProbeContext
+
+    params = {"concurrency": 2, "requests": 4, "warmup": 0, "input_tokens": 16, "max_tokens": 8}
+    with_stats = aio.run(measure_probe.probe(ProbeContext(target=sim_factory().url), params))
+    assert with_stats["server"]["itl_mean_ms"] > 0
+    stats_off = sim_factory("--disable-log-stats")
+    facts = aio.run(measure_probe.probe(ProbeContext(target=stats_off.url), params))
+    assert facts["server"] == {"available": False}

@@ -315,7 +315,7 @@ def test_read_timeout_shorter_than_a_stall_cuts_the_stream(sim_factory: SimFacto
 def test_probe_proxy_cli(h11_sim: SimProcess) -> None:
     with Nginx(h11_sim.url) as nginx:
         result = subprocess.run(
-            wizard_command("probe", "proxy", "--direct", h11_sim.url, "--via", nginx.url, "--json"),
+            wizard_command("probe", "proxy", "--target", h11_sim.url, "--proxy", nginx.url, "--json"),
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
     assert result.returncode == 1
@@ -324,3 +324,13 @@ def test_probe_proxy_cli(h11_sim: SimProcess) -> None:
                 "headers_delayed", "truncated", "verdict"):  # fmt: skip
         assert key in report
     assert report["buffering_suspected"] is True
+    # The old spellings still work (scripts rely on them), out of --help (docs/cli.md).
+    with Nginx(h11_sim.url) as nginx:
+        old = subprocess.run(
+            wizard_command("probe", "proxy", "--direct", h11_sim.url, "--via", nginx.url, "--json"),
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert old.returncode == 1 and json.loads(old.stdout)["buffering_suspected"] is True
+    help_text = subprocess.run(wizard_command("probe", "proxy", "--help"), capture_output=True,
+                               text=True, timeout=60).stdout  # fmt: skip
+    assert "--target" in help_text and "--direct" not in help_text and "--via" not in help_text

@@ -70,6 +70,8 @@ def test_builtin_playbook_is_valid_and_covers_the_procedure() -> None:
     # The items the coverage review found only explained now have rules of their own.
     assert {"LAT017", "LAT014"} <= set(acting["P3.5"])
     assert "LAT048" in acting["P4.7"]
+    # P3.1's core per process: the API server's own core saturating is acted on, not only counted.
+    assert {"LAT030", "LAT035"} <= set(acting["P3.1"])
     assert {"LAT031", "LAT032"} <= set(acting["P4.1"]) & set(acting["P4.2"])
     assert acting["P4.4"] == ["LAT032"]
     assert not {a for a in acting["P7.5"] if a.startswith("probe ")}

@@ -101,7 +101,7 @@ def test_evidence_probes_read_the_real_server(real_vllm: RealVllm) -> None:
     assert endpoints["model"] == SERVED_NAME and endpoints["max_model_len"] == MAX_MODEL_LEN
     assert endpoints["completions_ok"] and endpoints["chat_ok"] and endpoints["auth"] == "none"
 
-    before = probe_json("metrics", "--url", real_vllm.url)
+    before = probe_json("metrics", "--target", real_vllm.url)
     assert before["generation"] == "v1" and before["engines"] == 1
     assert before["block_size"] == 128 and before["kv_cache_tokens"] == 1_048_576
     load = subprocess.run(
@@ -111,7 +111,7 @@ def test_evidence_probes_read_the_real_server(real_vllm: RealVllm) -> None:
     )  # fmt: skip
     assert load.returncode == 0, load.stderr
     assert json.loads(load.stdout)["steady"]["summary"]["succeeded"] == 6
-    after = probe_json("metrics", "--url", real_vllm.url)
+    after = probe_json("metrics", "--target", real_vllm.url)
     # Every request of the load counted by the server: 6 steady + warm-up, 16 tokens each.
     assert after["generation_tokens_total"] - (before["generation_tokens_total"] or 0) >= 6 * 16
     assert after["preemptions_total"] == before["preemptions_total"] == 0

@@ -87,7 +87,7 @@ def test_the_faulty_replica_behind_an_nginx_upstream_is_named_with_its_cause(
     replicas: Replicas,
 ) -> None:
     with upstream(replicas) as nginx:
-        code, report = probe_replicas("--via", nginx.url, "--nginx-conf", str(nginx.config_path))
+        code, report = probe_replicas("--proxy", nginx.url, "--nginx-conf", str(nginx.config_path))
     assert code == 1
     assert report["source"].startswith("nginx upstream fleet (")
     assert report["upstream"]["method"] == "round_robin"
@@ -113,7 +113,7 @@ def test_the_faulty_replica_behind_an_nginx_upstream_is_named_with_its_cause(
 def test_sticky_sessions_are_named(replicas: Replicas) -> None:
     with upstream(replicas, balancing="ip_hash") as nginx:
         _, report = probe_replicas(
-            "--via", nginx.url, "--nginx-conf", str(nginx.config_path), spec=SHARE_ROUND
+            "--proxy", nginx.url, "--nginx-conf", str(nginx.config_path), spec=SHARE_ROUND
         )
     assert report["upstream"]["method"] == "ip_hash" and report["upstream"]["sticky"] is True
     via = report["balancer_round"]
@@ -129,7 +129,7 @@ def test_an_unequal_share_is_named_with_its_weight(replicas: Replicas) -> None:
     heavy = replicas.healthy[0]
     with upstream(replicas, weights={1: 20}) as nginx:
         _, report = probe_replicas(
-            "--via", nginx.url, "--nginx-conf", str(nginx.config_path), spec=SHARE_ROUND
+            "--proxy", nginx.url, "--nginx-conf", str(nginx.config_path), spec=SHARE_ROUND
         )
     via = report["balancer_round"]
     assert via["sticky"] is None
@@ -183,7 +183,7 @@ def test_bad_replica_input_is_one_line(tmp_path: Path) -> None:
         (["--replica", "ftp://x", "--replica", "http://127.0.0.1:9"], "is not an http(s) URL"),
         (["--replica", "http://127.0.0.1:9"], "fewer than two replica URLs"),
         (["--nginx-conf", str(conf)], "fewer than two replica URLs"),
-        (["--via", "x", "--replica", "http://a", "--replica", "http://b"], "--via 'x'"),
+        (["--via", "x", "--replica", "http://a", "--replica", "http://b"], "--proxy 'x'"),
     ):
         result = subprocess.run(
             wizard_command("probe", "replicas", *args), capture_output=True, text=True, timeout=60

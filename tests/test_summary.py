@@ -8,6 +8,7 @@ restart), and auth-required walked without the key (every round and LoadGen run 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -299,3 +300,49 @@ def test_the_api_alone_does_not_make_the_workload_the_incidents() -> None:
     given = summary.workload({"workload": {"endpoint": "chat", "input_tokens": 900}}, rounds)
     assert given is not None and given["incident"] is True
     assert "the incident's" in summary.workload_text(given, "en")
+
+
+def test_loadgen_is_credited_to_no_change_but_listed_as_validation_on_its_path() -> None:
+    """LoadGen runs direct to vLLM, before the first change and after the last: it validates every
+    change together, so its rows are no effect of the proxy change that acts through nginx."""
+    markdown = export(NGINX, "md")
+    rows = [line for line in markdown.splitlines() if "loadgen_before -> loadgen" in line]
+    assert len(rows) == 2 and all(
+        row.startswith("| Validation, direct path (every change together) |") for row in rows
+    )
+    assert not [line for line in markdown.splitlines()
+                if line.startswith("| proxy_buffering") and "loadgen" in line]  # fmt: skip
+    html = export(NGINX, "html")
+    assert html.count("Validation, direct path (every change together)") == 2
+    assert "Validation, direct path (every change together): TTFT p50 13.4 -> 13.4 ms" in export(
+        NGINX, "text"
+    )
+    data = json.loads(export(NGINX, "json"))
+    assert [c["against"] for change in data["changes"] for c in change["effect"]] == ["baseline"]
+    assert [(v["before"], v["after"], v["path"]) for v in data["validation"]] == [
+        ("loadgen_before", "loadgen", "direct")
+    ]
+    assert "验证，direct 路径（全部变更合计）" in export(NGINX, "md", "--lang", "zh")
+
+
+AXIS_PROBE = """(() => Array.from(document.querySelectorAll('.charts figure')).map(f => ({
+  title: Array.from(f.querySelectorAll('.title')).map(t => t.textContent).join(' '),
+  labels: Array.from(f.querySelectorAll('g.axis.y text')).map(t => {
+    const box = t.getBoundingClientRect();
+    return {text: t.textContent, top: box.top, bottom: box.bottom};
+  }),
+})))()"""
+
+
+@pytest.mark.parametrize("transcript_path", [NGINX, KV], ids=["nginx", "kv-pressure"])
+def test_chart_axis_labels_never_overlap(transcript_path: Path, tmp_path: Path) -> None:
+    """Every y-axis label of every chart, as Chromium lays it out, clears its neighbours."""
+    page = tmp_path / "summary.html"
+    page.write_text(export(transcript_path, "html"))
+    charts = chromium.load(page, AXIS_PROBE)["value"]
+    assert charts
+    for chart in charts:
+        labels = sorted(chart["labels"], key=lambda label: label["top"])
+        assert len(labels) >= 2, chart  # a scale to read, not a bare axis
+        for upper, lower in itertools.pairwise(labels):
+            assert upper["bottom"] <= lower["top"], (chart["title"], upper, lower)

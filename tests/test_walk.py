@@ -12,8 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from tests.conftest import SimProcess, assert_walk_exit, playbook_with_rule, wizard_command
+from tests.conftest import (
+    SimProcess,
+    assert_walk_exit,
+    playbook_with_probes_only,
+    playbook_with_rule,
+    wizard_command,
+)
 from wizard import transcript
 
 SimFactory = Callable[..., SimProcess]
@@ -74,6 +81,28 @@ def test_scenarios_reach_their_causes(
     assert_walk_exit(result, path)
     # Exactly the scenario's causes: a busy machine keeps the client off the CPU (contended, a
     # note on the round), which is no cause of the incident.
+    assert causes(path) == expected
+
+
+@pytest.mark.parametrize(
+    ("scenario", "expected"), [("healthy", set()), ("queue-saturation", {"queue_saturation"})]
+)
+def test_queueing_is_told_from_the_load_contrast_with_the_servers_stats_off(
+    sim_factory: SimFactory, tmp_path: Path, scenario: str, expected: set[str]
+) -> None:
+    """With --disable-log-stats /metrics has no waiting count and no queue time: the queue shows
+    as TTFT growing under load while TPOT stays flat, and a healthy server shows no such thing."""
+    sim = sim_factory("--scenario", scenario, "--disable-log-stats")
+    book_path = playbook_with_probes_only(tmp_path, ("measure",))
+    book = yaml.safe_load(book_path.read_text(encoding="utf-8"))
+    for node in book["nodes"].values():  # the rounds the contrast reads, and the noise band
+        node["probes"] = [p for p in node["probes"] if p["as"] in ("direct", "direct_aa", "loaded")]
+    book_path.write_text(yaml.safe_dump(book, allow_unicode=True), encoding="utf-8")
+    result, path = walk(tmp_path, "--target", sim.url, "--playbook", str(book_path), answers=QUICK)
+    assert_walk_exit(result, path)
+    loaded = next(e["data"]["facts"] for e in transcript.load(path).events
+                  if e["type"] == "probe_result" and e["data"]["as"] == "loaded")  # fmt: skip
+    assert loaded["server"] == {"available": False}
     assert causes(path) == expected
 
 

@@ -55,6 +55,7 @@ def current(facts: dict[str, Any], key: str) -> Known | None:
         "max_num_batched_tokens": ["vllmlog.max_num_batched_tokens"],
         "chunked_prefill": ["vllmlog.chunked_prefill"],
         "enforce_eager": ["vllmlog.enforce_eager"],
+        "api_server_count": ["vllmlog.api_server_count"],
         "estimated_max_model_len": ["vllmlog.estimated_max_model_len"],
         "kv_cache_device": ["vllmlog.kv_cache_device"],
     }[key]
@@ -596,7 +597,7 @@ def fewer_speculative_tokens(
     }  # fmt: skip
 
 
-# LAT019's TPOT target: the decode step at most this much above the short-context one (the KV
+# LAT024's TPOT target: the decode step at most this much above the short-context one (the KV
 # read a quarter of it), with room below the finding's own bar of 1.5 for the re-measure's noise.
 LONG_CONTEXT_STEP_TARGET = 1.25
 
@@ -604,7 +605,7 @@ LONG_CONTEXT_STEP_TARGET = 1.25
 def context_the_bandwidth_serves(
     facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
 ) -> Proposal:
-    """LAT019: the longest context whose decode step stays near the short-context one.
+    """LAT024: the longest context whose decode step stays near the short-context one.
 
     The two rounds at the same streams give the step's cost per token of context (the KV read:
     the median gap's rise over the context's rise, the context of a decoding request being its
@@ -659,6 +660,87 @@ def varying_part_to_end(
     }  # fmt: skip
 
 
+# The share of a core each API server process may use after the change: LAT035's own bar, so that
+# the demand it measured no longer raises it.
+API_SERVER_CORE_BAR = 0.8
+
+
+def more_api_servers(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT035: API server processes enough for the loaded round's demand, each under LAT035's bar.
+
+    The round's demand is what the process burnt, scaled by how far the client's TPOT fell
+    behind the engine's own inter-token gap (a saturated process serves the tokens that late);
+    vLLM's /metrics carries process_cpu_seconds_total only with one API server, so a server
+    that shows it runs one unless its log says otherwise. V0 has no --api-server-count.
+    """
+    if _fact(facts, "loaded.server.generation") == "v0":
+        return _unknown(template, "a way to add API servers to a V0 server",
+                        "upgrade to a vLLM V1 release, which takes --api-server-count N")  # fmt: skip
+    cores = _fact(facts, "loaded.server.api_server_cpu_cores")
+    tpot = _fact(facts, "loaded.steady.tpot_p50")
+    gap = _fact(facts, "loaded.server.itl_mean_ms")
+    if not all(isinstance(v, int | float) and v > 0 for v in (cores, tpot, gap)):
+        return _unknown(template, "the API server's CPU and the engine's own inter-token gap",
+                        "--api-server-count <enough processes to keep each under a core>")  # fmt: skip
+    now = current(facts, "api_server_count")
+    count, source = (
+        (now.value, now.source) if now is not None
+        else (1, "loaded.server.api_server_cpu_cores (process series: one API server)")
+    )  # fmt: skip
+    demand = cores * count * max(1.0, tpot / gap)
+    after = max(count + 1, math.ceil(demand / API_SERVER_CORE_BAR))
+    return {
+        "layer": "vllm", "parameter": "api_server_count", "before": count, "before_from": source,
+        "after": after, "apply": f"--api-server-count {after}",
+        "basis": f"the API server used {cores:.2f} cores while the client's TPOT ({tpot:.1f} ms) "
+                 f"ran {tpot / gap:.2f}x the engine's own gap ({gap:.1f} ms): about "
+                 f"{demand:.2f} cores of work, under {API_SERVER_CORE_BAR:.0%} of a core each "
+                 f"over {after} processes",
+    }  # fmt: skip
+
+
+# LAT019's bar: the constrained round's TPOT at most this multiple of the unconstrained one's.
+CONSTRAINT_BAR = 1.2
+
+
+def smaller_constraint(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT019: the constraint cut to the size whose work stays within LAT019's bar.
+
+    The engine core fills each constrained sequence's token mask every step, work that grows
+    with the grammar: the larger of the extra TPOT and the extra TTFT the constraint cost
+    (relative to the same requests without it), scaled to the 20 % the bar allows, gives the
+    share of the constraint's size to keep.
+    """
+    chars = _fact(facts, "session.constraint_chars")
+    fields = _fact(facts, "session.constraint_fields") or []
+    ratios = []
+    for segment in ("tpot_p50", "ttft_p50"):
+        with_it = _fact(facts, f"direct.steady.{segment}")
+        without = _fact(facts, f"unconstrained.steady.{segment}")
+        if isinstance(with_it, int | float) and isinstance(without, int | float) and without > 0:
+            ratios.append((with_it / without, segment.removesuffix("_p50").upper()))
+    excess, segment = max(ratios, default=(0.0, ""))
+    excess -= 1
+    if not isinstance(chars, int) or chars <= 0 or excess <= CONSTRAINT_BAR - 1:
+        return _unknown(template, "the constraint's price",
+                        "a smaller schema (fewer properties, enums and alternatives)")  # fmt: skip
+    after = max(1, round(chars * (CONSTRAINT_BAR - 1) / excess))
+    named = ", ".join(str(f) for f in fields) or "constraint"
+    return {
+        "layer": "client", "parameter": "constraint_chars", "before": chars,
+        "before_from": "session.constraint_chars", "after": after,
+        "apply": f"send a {named} of at most about {after} characters (now {chars}): fewer "
+                 "properties, enums and alternatives, then walk again with the new --request-body",
+        "basis": f"{segment} p50 {excess:.0%} above the same requests without the constraint "
+                 f"of {chars} characters, where the bar is {CONSTRAINT_BAR - 1:.0%}; the mask's "
+                 "work grows with the grammar",
+    }  # fmt: skip
+
+
 COMPUTERS: dict[str, Computer] = {
     "kv_room": kv_room, "fewer_seqs": fewer_seqs, "more_seqs": more_seqs,
     "smaller_budget": smaller_budget, "larger_budget": larger_budget,
@@ -668,6 +750,7 @@ COMPUTERS: dict[str, Computer] = {
     "lower_client_concurrency": lower_client_concurrency, "prefix_caching_on": prefix_caching_on,
     "chunked_prefill_on": chunked_prefill_on, "graphs_on": graphs_on,
     "parallel_layout": parallel_layout, "fewer_speculative_tokens": fewer_speculative_tokens,
+    "more_api_servers": more_api_servers, "smaller_constraint": smaller_constraint,
     "context_the_bandwidth_serves": context_the_bandwidth_serves,
     "varying_part_to_end": varying_part_to_end,
 }  # fmt: skip

@@ -139,3 +139,50 @@ def _operand(operand: Any, facts: Mapping[str, Any], answers: Mapping[str, Any])
         if isinstance(band, int | float):
             times = max(times, 1 + band)
     return value * times + plus
+
+
+def evaluate_knowing(
+    condition: Any,
+    facts: Mapping[str, Any],
+    answers: Mapping[str, Any],
+    doubtful: Callable[[str], bool],
+) -> bool | None:
+    """``evaluate`` where facts the walk cannot trust (``doubtful(path)``) are unknown: True or
+    False when the condition holds or fails whatever they were, None when it turns on them.
+
+    Kleene's three values: ``all`` is False when one part is, ``any`` True when one part is, so
+    a rule that fails on a trusted fact is still plainly False.
+    """
+    if isinstance(condition, bool):
+        return condition
+    if "all" in condition or "any" in condition:
+        is_all = "all" in condition
+        parts = [
+            evaluate_knowing(c, facts, answers, doubtful)
+            for c in condition["all" if is_all else "any"]
+        ]
+        decisive = not is_all  # any: one True decides; all: one False decides
+        if decisive in parts:
+            return decisive
+        return None if None in parts else not decisive
+    if "not" in condition:
+        inner = evaluate_knowing(condition["not"], facts, answers, doubtful)
+        return None if inner is None else not inner
+    paths = _fact_paths(condition)
+    op = next(key for key in condition if key not in SUBJECTS)
+    # A fact that is missing makes the comparison false whatever the doubtful ones say.
+    absent = op != "exists" and any(
+        lookup(facts, p) in (MISSING, None) for p in paths if not doubtful(p)
+    )
+    if not absent and any(doubtful(path) for path in paths):
+        return None
+    return evaluate(condition, facts, answers)
+
+
+def _fact_paths(comparison: Mapping[str, Any]) -> list[str]:
+    """The facts one comparison reads: its subject's and its operand's (times, plus included)."""
+    paths = [comparison["fact"]] if "fact" in comparison else []
+    for key, value in comparison.items():
+        if key not in SUBJECTS and key in (*COMPARISONS, *MODIFIERS) and isinstance(value, Mapping):
+            paths += _fact_paths(value)
+    return paths

@@ -24,7 +24,7 @@ METRIC_KEYS = (
 LOG_KEYS = (
     "max_num_seqs", "max_num_batched_tokens", "max_model_len", "gpu_memory_utilization",
     "num_gpu_blocks_override", "tensor_parallel_size", "pipeline_parallel_size",
-    "chunked_prefill", "enforce_eager",
+    "chunked_prefill", "enforce_eager", "api_server_count",
 )  # fmt: skip
 # vLLM's parameter names for the log's keys, where they differ (a change names vLLM's).
 LOG_NAMES = {"chunked_prefill": "enable_chunked_prefill"}

@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,7 @@ SIM_FLAGS = {
     "max_num_batched_tokens": "--max-num-batched-tokens",
     "max_num_seqs": "--max-num-seqs",
     "max_model_len": "--max-model-len",
+    "api_server_count": "--api-server-count",
 }
 # Switches: "True" gives --NAME, "False" --no-NAME.
 SIM_SWITCHES = {
@@ -41,6 +43,8 @@ SIM_SWITCHES = {
     "enable_chunked_prefill": "enable-chunked-prefill",
     "enforce_eager": "enforce-eager",
 }
+# Switches the simulator has only on: "True" gives the flag, "False" leaves it out.
+SIM_ONLY_ON = {"disable_log_stats": "--disable-log-stats"}
 # Set inside --speculative-config: the scenario's config with fewer tokens, or none at 0.
 SIM_SPECULATIVE = "num_speculative_tokens"
 NGINX_DEFAULTS = {"proxy_buffering": "on", "proxy_read_timeout": "60s", "gzip_types": "text/html"}
@@ -61,10 +65,12 @@ def engine_flags(given: list[str]) -> dict[str, str]:
         name = name.strip().removeprefix("--").replace("-", "_")
         if not sep or not value.strip():
             raise UsageError(f"--engine-flag {item!r}: expected NAME=VALUE, e.g. max_num_seqs=4")
-        if name not in SIM_FLAGS:
+        if name not in SIM_FLAGS and name not in SIM_ONLY_ON:
             raise UsageError(
-                f"--engine-flag {item!r}: the demo can set {', '.join(sorted(SIM_FLAGS))}"
+                f"--engine-flag {item!r}: the demo can set {', '.join([*sorted(SIM_FLAGS), *SIM_ONLY_ON])}"
             )
+        if name in SIM_ONLY_ON and value.strip() not in ("True", "False"):
+            raise UsageError(f"--engine-flag {item!r}: {name} is True or False")
         flags[name] = value.strip()
     return flags
 
@@ -110,6 +116,8 @@ class DemoStack:
         for name, value in self.sim_flags.items():
             if name in SIM_SWITCHES:
                 command.append(("--" if value == "True" else "--no-") + SIM_SWITCHES[name])
+            elif name in SIM_ONLY_ON:
+                command += [SIM_ONLY_ON[name]] if value == "True" else []
             elif name == SIM_SPECULATIVE:
                 command += ["--speculative-config", self._speculative_config(int(value))]
             else:
@@ -154,12 +162,18 @@ class DemoStack:
                     stream.close()
         self.sim = None
 
-    def stop(self) -> None:
-        """Stop everything this stack started."""
+    def stop(self, keep_files: bool = False) -> list[Path]:
+        """Stop everything this stack started and remove its temporary folders (the simulator's
+        log, the GPU host's files, nginx's prefix), unless asked to keep them: those it kept."""
+        kept = [self.workdir]
         if self.nginx is not None:
-            self.nginx.stop()
+            kept.append(self.nginx.prefix)
+            self.nginx.stop(keep_prefix=keep_files)
             self.nginx = None
         self._stop_sim()
+        if not keep_files:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        return kept if keep_files else []
 
     # -- Applier ------------------------------------------------------------------------------
 

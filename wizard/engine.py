@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from wizard import changes, conditions, config_check
+from wizard import changes, conditions, config_check, contention
 from wizard.measure import (
     IncomparableError,
     MeasurementSpec,
@@ -23,7 +23,7 @@ from wizard.measure import (
 )
 from wizard.operator import Decision, Operator, coerce
 from wizard.playbook import END, Finding, Node, Playbook, ProbeCall
-from wizard.probes.runner import ProbeContext, run_probe
+from wizard.probes.runner import ProbeContext, ProbeResult, run_probe
 from wizard.transcript import TranscriptWriter
 from wizard.words import percent, recorded, texts
 from wizard.workload import Workload
@@ -34,6 +34,11 @@ COMPARED_SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms")
 REPEATS_WHEN_INCONCLUSIVE = 2
 # Findings about the wizard's own measurement, never a cause of the incident.
 MEASUREMENT_CAUSES = frozenset({"client_saturated"})
+# What a change's own round is compared with, on the path where the change acts; any other
+# comparison (LoadGen after the last change, on the direct path) validates every change together.
+CHANGE_COMPARISONS = ("baseline", "previous round")
+# The wizard's target is no OpenAI API (LAT021): the walk stops before any round, nothing measured.
+UNMEASURABLE_CAUSES = frozenset({"wrong_endpoint"})
 
 
 def visited_key(node_id: str) -> str:
@@ -110,16 +115,20 @@ class Session:
     changes: list[dict[str, Any]] = field(default_factory=list)
     comparisons: list[dict[str, Any]] = field(default_factory=list)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
+    # Rules that turned on a contended client's timing, by code (contention.py).
+    inconclusive: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_measure: dict[str, tuple[ProbeCall, dict[str, Any]]] = field(default_factory=dict)
     # The stage being walked, and how many findings came before it (its PASS line counts the rest).
     stage: str | None = None
     stage_start: int = 0
     stage_errors: int = 0  # probes of this stage that failed (a stage with one did not pass)
+    stage_unjudged: int = 0  # rules inconclusive before this stage (one said in it did not pass)
 
     def enter_stage(self, stage: str) -> None:
         """A node of ``stage`` is entered: a new stage starts when it differs from the last."""
         if stage != self.stage:
             self.stage, self.stage_start, self.stage_errors = stage, len(self.findings), 0
+            self.stage_unjudged = len(self.inconclusive)
 
     def record(self, kind: str, node: str | None, data: dict[str, Any]) -> dict[str, Any]:
         """Write an event and show it."""
@@ -160,6 +169,8 @@ def restore(session: Session, events: list[dict[str, Any]]) -> str:
             session.facts["noise"] = data["bands"]
         elif kind == "verdict":
             session.verdicts.append(data)
+        elif kind == "inconclusive":
+            session.inconclusive[data["code"]] = data
         elif kind == "node_exit":
             next_node = data["next"]
         elif kind == "end":
@@ -204,6 +215,11 @@ async def walk(session: Session, start: str | None = None) -> None:
             "nginx_conf": session.ctx.nginx_conf,
             # The API the operator named (run --endpoint, or the body's): no need to ask.
             "endpoint": (session.ctx.workload or Workload()).endpoint,
+            # The incident's body constrains its output (structured outputs): its price is
+            # measured by the same round without the constraint.
+            "constraint_fields": (session.ctx.workload or Workload()).constraint_fields,
+            "constrained": bool((session.ctx.workload or Workload()).constraint_fields),
+            "constraint_chars": (session.ctx.workload or Workload()).constraint_chars,
         },
     )
     session.ctx.session = session  # the audit probe reads the session's history
@@ -223,21 +239,26 @@ def outcome(session: Session) -> dict[str, Any]:
 
     A cause is a warn or fail finding; it no longer remains when a later round showed its own
     evidence gone (a ``verdict`` of "cause gone"). ``outcome`` is "no_cause", "cause_remains" or
-    "nothing_measured" (no round succeeded and nothing was found).
+    "nothing_measured" (no round succeeded and nothing was found, or the target is no OpenAI API).
     """
     gone = {v["code"] for v in session.verdicts if v["verdict"] == "cause gone"}
     remaining = sorted({
         f["cause"] for f in session.findings
         if f["severity"] in ("warn", "fail") and f["code"] not in gone
-        and f["cause"] not in MEASUREMENT_CAUSES
+        and f["cause"] not in MEASUREMENT_CAUSES | UNMEASURABLE_CAUSES
     })  # fmt: skip
     if remaining:
         result = "cause_remains"
-    elif not session.measurements and not session.findings:
+    elif not session.measurements and all(
+        f["cause"] in UNMEASURABLE_CAUSES for f in session.findings
+    ):
         result = "nothing_measured"
     else:
         result = "no_cause"
-    return {"outcome": result, "causes_remaining": remaining}
+    # Rules no round could judge (the measuring client was contended) and that never fired.
+    raised = {f["code"] for f in session.findings}
+    unjudged = sorted(code for code in session.inconclusive if code not in raised)
+    return {"outcome": result, "causes_remaining": remaining, "inconclusive": unjudged}
 
 
 async def _visit(session: Session, node: Node) -> str:
@@ -292,6 +313,8 @@ async def _visit(session: Session, node: Node) -> str:
     for rule in node.rules:
         if conditions.evaluate(rule.when, session.facts, session.answers):
             await _finding(session, node, session.playbook.findings[rule.finding])
+        else:
+            _unjudged(session, node, rule.finding, rule.when)
     edge = next(e for e in node.next if conditions.evaluate(e.when, session.facts, session.answers))
     exit_data: dict[str, Any] = {"next": edge.to}
     if edge.to == END or session.playbook.nodes[edge.to].stage != node.stage:
@@ -304,8 +327,10 @@ def _stage_result(session: Session, stage: str) -> dict[str, Any]:
     """A stage the walk leaves: the findings raised in it (no warn or fail: it passed)."""
     raised = session.findings[session.stage_start :]
     severe = [f["code"] for f in raised if f["severity"] in ("warn", "fail")]
-    return {"stage": stage, "passed": not severe and not session.stage_errors,
-            "findings": [f["code"] for f in raised], "failed_probes": session.stage_errors}  # fmt: skip
+    unjudged = list(session.inconclusive)[session.stage_unjudged :]
+    return {"stage": stage, "passed": not severe and not session.stage_errors and not unjudged,
+            "findings": [f["code"] for f in raised], "failed_probes": session.stage_errors,
+            "inconclusive": unjudged}  # fmt: skip
 
 
 async def _sweep(session: Session) -> None:
@@ -319,6 +344,23 @@ async def _sweep(session: Session) -> None:
                 raised.add(rule.finding)
                 note(session, other.id, "note.sweep", code=rule.finding, node=other.id)
                 await _finding(session, other, session.playbook.findings[rule.finding])
+            else:
+                _unjudged(session, other, rule.finding, rule.when)
+
+
+def _unjudged(session: Session, node: Node, code: str, condition: Any) -> None:
+    """A rule that did not fire, but might have had its rounds' client not been contended:
+    inconclusive, said once, never "no cause" and never a cause."""
+    if code in session.inconclusive or any(f["code"] == code for f in session.findings):
+        return
+    if not contention.rule_unknown(condition, session.facts, session.answers):
+        return
+    finding = session.playbook.findings[code]
+    rounds = contention.contended_rounds(session.facts, condition)
+    data = {"code": code, "cause": finding.cause, "title": finding.title, "rounds": rounds,
+            "reason": contention.reason(session.facts, rounds)}  # fmt: skip
+    session.inconclusive[code] = data
+    session.record("inconclusive", node.id, data)
 
 
 async def _probe(
@@ -343,11 +385,26 @@ async def _probe(
         # The wizard lowered its own concurrency after finding its client the bottleneck
         # (LAT050): rounds above it would measure the client again, not the server.
         params = {**params, "concurrency": cap}
-    session.on_busy({"probe": call.name, "round": label, "params": params})
-    try:
-        result = await run_probe(call.name, session.ctx, params)
-    finally:
-        session.on_busy(None)
+
+    async def run_once() -> ProbeResult:
+        session.on_busy({"probe": call.name, "round": label, "params": params})
+        try:
+            return await run_probe(call.name, session.ctx, params)
+        finally:
+            session.on_busy(None)
+
+    result = await run_once()
+    for again in range(1, contention.REMEASURES + 1):
+        # A round its own client could not time is measured again, a bounded number of times.
+        if (
+            call.name != "measure"
+            or result.error is not None
+            or not contention.contended(result.facts)
+        ):
+            break
+        note(session, node.id, "note.contended_again", round=label, n=again, most=contention.REMEASURES,
+             why=result.facts["client"].get("reason") or "")  # fmt: skip
+        result = await run_once()
     session.facts[call.as_] = result.facts if result.error is None else {"error": result.error}
     session.stage_errors += result.error is not None
     session.record("probe_result", node.id, {"as": call.as_, "round": label, **result.to_dict()})
@@ -358,6 +415,8 @@ async def _probe(
                        # Which rounds measured one state (pooled when judged): the same round,
                        # after as many changes.
                        "repeat_of": str(repeat_of) if repeat_of else None,
+                       # Still contended after its repeats: its timings judge nothing.
+                       "client_contended": contention.contended(result.facts),
                        "changes_before": len(session.changes),
                        "after_change": bool(session.changes) and session.changes[-1].get("measured") is False,
                        "restarted_before": bool(session.changes) and session.changes[-1].get("restarted", False)
@@ -420,7 +479,8 @@ async def _finding(session: Session, node: Node, finding: Finding) -> None:
         return
     unusable = changes.unusable(finding.change)
     if unusable:
-        note(session, node.id, "note.no_value", code=finding.code, why=unusable)
+        note(session, node.id, "note.no_value", code=finding.code,
+             why=recorded("not_applicable", unusable))  # fmt: skip
         if finding.change.get("not_applicable") or finding.change.get("layer") == "measurement":
             return
         # No value computed (the server's current one is unknown): the change still says what
@@ -517,7 +577,7 @@ async def _remeasure(session: Session, node: Node, finding: Finding, restarted: 
             break
         after.append(session.measurements[-1])
     expected = finding.expected_worse
-    for state, against in zip(states, ("baseline", "previous round"), strict=False):
+    for state, against in zip(states, CHANGE_COMPARISONS, strict=False):
         _compare(session, node, state, after, against, expected)
 
 
@@ -575,12 +635,16 @@ def _evidence_verdict(session: Session, node: Node, finding: Finding, round_labe
     """First the cause's own evidence: gone, or still there, in the repeated round."""
     if finding.gone is None:
         return
-    gone = conditions.evaluate(finding.gone, session.facts, session.answers)
+    doubtful = contention.doubtful_facts(session.facts)
+    gone = conditions.evaluate_knowing(finding.gone, session.facts, session.answers, doubtful)
     data = {
         "code": finding.code, "cause": finding.cause, "round": round_label,
-        "verdict": "cause gone" if gone else "cause still there",
+        "verdict": "inconclusive" if gone is None else "cause gone" if gone else "cause still there",
         **evidence_fields("evidence", finding.gone_evidence, session.facts, session.answers),
     }  # fmt: skip
+    if gone is None:  # its evidence is the client's timing, and the client was contended
+        rounds = contention.contended_rounds(session.facts, finding.gone)
+        data.update(contended_rounds=rounds, reason=contention.reason(session.facts, rounds))
     session.verdicts.append(data)
     session.record("verdict", node.id, data)
 
@@ -641,12 +705,16 @@ def _compare(
         return
     results = compare_rounds([m["values"] for m in before], [m["values"] for m in after],
                              COMPARED_SEGMENTS, session.facts.get("noise"))  # fmt: skip
+    # A round whose client stayed contended timed the client, not the server: no verdict.
+    contended = any(m.get("client_contended") for m in (*before, *after))
     segments = []
     for result in results:
         if result.segment in COMPARED_SEGMENTS:
             row = result.to_dict()
             # A trade-off the finding predicted (bursts hid the real gaps) is not a regression.
             row["expected"] = result.verdict == "regressed" and result.segment in expected_worse
+            if contended:
+                row.update(verdict="inconclusive", client_contended=True, expected=False)
             segments.append(row)
     data = {"against": against, "before": before[0]["round"], "after": after[0]["round"],
             "before_rounds": [m["round"] for m in before],

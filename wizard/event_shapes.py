@@ -47,9 +47,10 @@ NUMBER = (int, float)
 TEXT = (str, dict)
 OPT_NUMBER = Opt(NUMBER)
 
-# A round's statistics as the measure probe records them (render_events.measurement_table).
-ROUND_STATS = Opt({"ttft_p50": OPT_NUMBER, "ttft_p99": OPT_NUMBER, "tpot_p50": OPT_NUMBER,
-                   "tpot_p99": OPT_NUMBER, "itl_p99": OPT_NUMBER, "e2e_p50": OPT_NUMBER,
+# A round's statistics as the measure probe records them: the p50 and p99 of every segment are
+# read (render_events.measurement_table, the summary's baseline table).
+ROUND_STATS = Opt({**{f"{segment}_{q}": OPT_NUMBER for segment in ("ttft", "tpot", "itl", "e2e")
+                      for q in ("p50", "p99")},
                    "succeeded": int, "requests": int})  # fmt: skip
 MEASURE_FACTS = {
     "path?": Opt(str),
@@ -76,7 +77,13 @@ PROBE_FACTS = {
     # The summary lists each flag's detail as written (report.py audit_details).
     "audit": {
         f"{flag}_detail?": Opt(str)
-        for flag in ("cold_steady_mixed", "multiple_changes", "total_time_only", "cross_scenario")
+        for flag in (
+            "cold_steady_mixed",
+            "multiple_changes",
+            "total_time_only",
+            "cross_scenario",
+            "budget_unjudged",
+        )
     },
     "validate": LOADGEN_FACTS,
     "host": {"source": ANY, "interconnect": ANY, "gpu_names?": Opt([ANY]), "notes?": Opt([ANY])},
@@ -113,7 +120,8 @@ SHAPES: dict[str, Any] = {
         "change": Opt({"apply?": ANY}),
         "docs": [str],
     },
-    "change": {"layer": ANY, "parameter": ANY, "before": ANY, "after": ANY, "code?": ANY},
+    # The finding a change answers: the summary pairs each change with its finding by code.
+    "change": {"code": str, "layer": ANY, "parameter": ANY, "before": ANY, "after": ANY},
     "comparison": {
         "against": ANY,
         "before": ANY,
@@ -132,6 +140,7 @@ SHAPES: dict[str, Any] = {
         ],
     },
     "verdict": {"code": ANY, "verdict": ANY, "round": ANY, "evidence": ANY},
+    "inconclusive": {"code": str, "rounds": [str], "reason": str},
     "resume": {"at": ANY, "server?": Opt(dict)},
     "config_check": {"verdict": ANY, "text": ANY},
     "noise": {"bands": Each(NUMBER), "rounds": [ANY]},
@@ -139,8 +148,8 @@ SHAPES: dict[str, Any] = {
     "measurement": {
         "as": str,
         "round": ANY,
-        "steady": ANY,
-        "cold": ANY,
+        "steady": ROUND_STATS,
+        "cold": ROUND_STATS,
         "fingerprint": ANY,
         "spec": {"access_path": ANY},
         "repeat_of?": ANY,

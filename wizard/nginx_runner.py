@@ -154,8 +154,9 @@ http {{
         subprocess.run(self._command("-s", "reload"), capture_output=True, check=False)
         time.sleep(0.5)  # old workers finish; new ones take the new config
 
-    def stop(self) -> None:
-        """Quit gracefully, then make sure the master is gone; remove the prefix."""
+    def stop(self, keep_prefix: bool = False) -> None:
+        """Quit gracefully, then make sure the master is gone; remove the prefix (its config and
+        logs) unless asked to keep it."""
         if self.process is not None and self.process.poll() is None:
             subprocess.run(self._command("-s", "quit"), capture_output=True, check=False)
             try:
@@ -163,7 +164,8 @@ http {{
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        shutil.rmtree(self.prefix, ignore_errors=True)
+        if not keep_prefix:
+            shutil.rmtree(self.prefix, ignore_errors=True)
 
     def __enter__(self) -> Nginx:
         return self.start()

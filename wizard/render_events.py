@@ -93,12 +93,20 @@ def render_event(
     if kind == "comparison":
         return _comparison(data, lang)
     if kind == "verdict":
-        gone = data["verdict"] == "cause gone"
+        style = {"cause gone": "bold green", "inconclusive": "yellow"}.get(
+            data["verdict"], "bold red"
+        )
+        verdict = verdict_word(data["verdict"], lang)
+        if data.get("contended_rounds"):
+            verdict = say("cmp.contended", lang)
         return Text(
-            say("cause_verdict", lang, code=data["code"], verdict=verdict_word(data["verdict"], lang),
+            say("cause_verdict", lang, code=data["code"], verdict=verdict,
                 round=data["round"], evidence=pick(data.get("evidence_texts") or data["evidence"], lang)),
-            style="bold green" if gone else "bold red",
+            style=style,
         )  # fmt: skip
+    if kind == "inconclusive":
+        return Text(say("walk.inconclusive", lang, code=data["code"], rounds=", ".join(data["rounds"]),
+                        reason=data["reason"]), style="yellow")  # fmt: skip
     if kind == "resume":
         server = data.get("server") or {}
         return Text(say("walk.resumed", lang, at=data["at"], model=server.get("model"),
@@ -391,6 +399,8 @@ def _comparison(data: dict[str, Any], lang: str = "en") -> Table:
         verdict = verdict_word(row["verdict"], lang)
         if row.get("expected"):
             verdict = say("cmp.expected", lang)
+        elif row.get("client_contended"):
+            verdict = say("cmp.contended", lang)
         elif row["verdict"] == "within noise" and row.get("noise_band") is not None:
             verdict = paren(verdict, f"±{row['noise_band']:.0%}", lang)
         style = (

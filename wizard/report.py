@@ -20,6 +20,8 @@ REPORT_SCHEMA_VERSION = 1
 
 def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
     """The report model (also the JSON export)."""
+    from wizard.engine import CHANGE_COMPARISONS, MEASUREMENT_CAUSES
+
     header = transcript.header
     # An event that does not fit its shape (another version's, or edited) is left out, and said.
     events, unreadable = [], []
@@ -31,6 +33,7 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
             unreadable.append(event_shapes.unreadable_note(event, why))
     facts: dict[str, Any] = {}
     steps, findings, changes, comparisons, measurements = [], [], [], [], []
+    validation: list[dict[str, Any]] = []
     for event in events:
         kind, data = event["type"], event["data"]
         if kind == "node_enter":
@@ -48,8 +51,13 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
             changes.append({**data, "t": event["t"], "node": event["node"], "effect": []})
         elif kind == "comparison":
             comparisons.append(data)
-            if changes:
+            # Credited to the change its round measures (on that change's path); LoadGen's
+            # side by side, on the direct path, validates them all and is listed apart.
+            if changes and data["against"] in CHANGE_COMPARISONS:
                 changes[-1]["effect"].append(data)
+            else:
+                spec = (facts.get(data["after"]) or {}).get("measured_spec") or {}
+                validation.append({**data, "path": _path_of(spec.get("access_path"), header)})
         elif kind == "verdict" and changes:
             said = pick(data.get("evidence_texts") or data["evidence"], lang)
             changes[-1]["verdict"] = {**data, "evidence": said}
@@ -59,8 +67,6 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
     first, final = summary.first_and_final(measurements)
     baseline = {label: state for label, state in first.items() if label in summary.BASELINE_PATHS}
     audit = facts.get("audit", {})
-    from wizard.engine import MEASUREMENT_CAUSES
-
     causes = sorted({f["cause"] for f in findings} - MEASUREMENT_CAUSES)
     end = events[-1]["data"] if events and events[-1]["type"] == "end" else {}
     report: dict[str, Any] = {
@@ -86,11 +92,14 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
         # What `run`'s exit code said (no_cause | cause_remains | nothing_measured).
         "outcome": end.get("outcome"),
         "causes_remaining": end.get("causes_remaining"),
+        # Rules no round could judge: the measuring client stayed contended (contention.py).
+        "inconclusive": summary.unjudged(events),
         "baseline": baseline,
         "evidence": _evidence(facts),
         "steps": steps,
         "changes": changes,
         "comparisons": comparisons,
+        "validation": validation,
         "findings": findings,
         "loadgen": facts.get("loadgen"),
         "audit": {k: v for k, v in audit.items() if not k.endswith("_detail")},
@@ -113,6 +122,12 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
     report["audit_flags"] = summary.flags(report, events, lang)
     report["answer"] = summary.answer(report, MEASUREMENT_CAUSES, lang)
     return report
+
+
+def _path_of(url: str | None, header: dict[str, Any]) -> str | None:
+    """Which of the session's paths a round went to: direct (the target), proxy, or its URL."""
+    paths = {header.get("target"): "direct", header.get("proxy"): "proxy"}
+    return paths.get(url, url) if url else None
 
 
 LOG_EVIDENCE = ("file", "model", "engine", "tensor_parallel_size", "pipeline_parallel_size",

@@ -169,13 +169,7 @@ def _changes(report: dict[str, Any], lang: str) -> list[Block]:
                          Cell(""), Cell(""), Cell(verdict_word(evidence["verdict"], lang),
                                                   VERDICT_TONE.get(evidence["verdict"], ""))])  # fmt: skip
         for comparison in change["effect"]:
-            for s in comparison["segments"]:
-                verdict = "expected" if s.get("expected") else s["verdict"]
-                judged = f"{segment_name(s['segment'])} p50, {_sides(comparison, 'before')} -> {_sides(comparison, 'after')}"
-                rows.append([Cell(name), Cell(judged),
-                             Cell(f"{ms(s['before_p50'])} ms"), Cell(f"{ms(s['after_p50'])} ms"),
-                             Cell(signed_percent(s.get("relative_change"))),
-                             Cell(verdict_text(s, lang), VERDICT_TONE.get(verdict, ""))])  # fmt: skip
+            rows += _segment_rows(name, comparison, lang)
             if comparison["against"] == "baseline":
                 charts.charts += [
                     Chart(say("chart.change", lang, segment=segment_name(s["segment"]), parameter=change["parameter"]),
@@ -183,6 +177,9 @@ def _changes(report: dict[str, Any], lang: str) -> list[Block]:
                           [(say("col.before", lang), [s["before_p50"]]), (say("col.after", lang), [s["after_p50"]])])
                     for s in comparison["segments"]
                 ]  # fmt: skip
+    for comparison in report.get("validation") or []:  # every change together, on its own path
+        path = comparison.get("path") or say("unknown", lang)
+        rows += _segment_rows(say("validation_on", lang, path=path), comparison, lang)
     if rows:
         blocks += [Table(headers, rows), charts]
     else:
@@ -194,6 +191,19 @@ def _changes(report: dict[str, Any], lang: str) -> list[Block]:
             for row in report["not_applied"]
         ]))  # fmt: skip
     return blocks
+
+
+def _segment_rows(name: str, comparison: dict[str, Any], lang: str) -> list[list[Cell]]:
+    """One row per compared segment: the rounds on each side, their p50s and the verdict."""
+    rows = []
+    for s in comparison["segments"]:
+        verdict = "expected" if s.get("expected") else s["verdict"]
+        judged = f"{segment_name(s['segment'])} p50, {_sides(comparison, 'before')} -> {_sides(comparison, 'after')}"
+        rows.append([Cell(name), Cell(judged),
+                     Cell(f"{ms(s['before_p50'])} ms"), Cell(f"{ms(s['after_p50'])} ms"),
+                     Cell(signed_percent(s.get("relative_change"))),
+                     Cell(verdict_text(s, lang), VERDICT_TONE.get(verdict, ""))])  # fmt: skip
+    return rows
 
 
 def _sides(comparison: dict[str, Any], side: str) -> str:

@@ -8,6 +8,7 @@ charts are SVG drawn by pygal without its script (``js=[]``), inlined: nothing i
 from __future__ import annotations
 
 import html
+import math
 import re
 from typing import Any
 
@@ -81,6 +82,15 @@ def _drawable(chart: Chart) -> bool:
     return any(value is not None for _, values in chart.series for value in values)
 
 
+def _ticks(top: float, most: int = 5) -> list[float]:
+    """At most ``most`` round values from 0 to at least ``top``, in steps of 1, 2, 2.5 or 5 x 10^k."""
+    if top <= 0:
+        return [0.0, 1.0]
+    magnitude = 10.0 ** math.floor(math.log10(top / (most - 1)))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if top / (m * magnitude) <= most - 1)
+    return [round(i * step, 9) for i in range(math.ceil(top / step - 1e-9) + 1)]
+
+
 def _figure(chart: Chart) -> str:
     """One segment, its own scale: a 10 ms TPOT stays visible beside a 800 ms E2E elsewhere."""
     import pygal
@@ -93,6 +103,11 @@ def _figure(chart: Chart) -> str:
     bar = pygal.Bar(width=320, height=230, js=[], print_values=True, style=style, title=chart.title,
                     value_formatter=ms, legend_at_bottom=True, truncate_label=-1, truncate_legend=-1)  # fmt: skip
     bar.x_labels = chart.groups
+    # A few round labels: pygal's own ticks (every 10 up to 140) overlap on a chart this small.
+    ticks = _ticks(
+        max((v for _, values in chart.series for v in values if v is not None), default=0)
+    )
+    bar.y_labels, bar.range = ticks, (0, ticks[-1])
     for name, values in chart.series:
         bar.add(name, values)
     tree = bar.render_tree()

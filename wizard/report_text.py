@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wizard.summary import workload_text
+from wizard.summary import segment_effect, workload_text
 from wizard.words import joined, ms, paren, say
 
 MAX_LINES = 15
@@ -25,6 +25,10 @@ def text(report: dict[str, Any]) -> str:
         head += say("salvaged", lang, lost=session["salvaged"])
     lines = [head, *answer_lines(report)]
     lines += _baseline_lines(report, lang)
+    for comparison in report.get("validation") or []:  # LoadGen: every change, on its own path
+        label = say("validation_on", lang, path=comparison.get("path") or say("unknown", lang))
+        effects = [segment_effect(s, lang) for s in comparison["segments"]]
+        lines.append(say("labelled", lang, label=label, text=joined(effects, lang)))
     if session.get("workload"):
         lines.append(workload_text(session["workload"], lang))
     rounds = report["rounds"]

@@ -177,6 +177,17 @@ def flags(report: dict[str, Any], events: list[dict[str, Any]], lang: str) -> li
     return out
 
 
+def unjudged(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rules the walk could not judge (its client contended) that never fired after all."""
+    raised = {e["data"]["code"] for e in events if e["type"] == "finding"}
+    said = {e["data"]["code"]: e["data"] for e in events if e["type"] == "inconclusive"}
+    return [
+        {"code": code, "rounds": data["rounds"], "reason": data["reason"]}
+        for code, data in said.items()
+        if code not in raised
+    ]
+
+
 def answer(report: dict[str, Any], measurement_causes: frozenset[str], lang: str) -> dict[str, Any]:
     """Root cause, symptom, the one change and its proven effect, as data and as lines."""
     changes = report["changes"]
@@ -253,8 +264,10 @@ def _pair(
 def _lines(data: dict[str, Any], report: dict[str, Any], lang: str) -> list[dict[str, str]]:
     """The answer in sentences: label, text, and a tone for colour (fail, warn, good, bad)."""
     cause = data["cause"]
+    unjudged_rules = report.get("inconclusive") or []
     if cause is None:
-        lines = [{"label": say("root_cause", lang), "text": say("no_cause", lang), "tone": "good"}]
+        lines = [{"label": say("root_cause", lang), "tone": "warn" if unjudged_rules else "good",
+                  "text": say("no_cause_inconclusive" if unjudged_rules else "no_cause", lang)}]  # fmt: skip
     else:
         severity = say(f"severity.{cause['severity']}", lang)
         lines = [
@@ -285,6 +298,12 @@ def _lines(data: dict[str, Any], report: dict[str, Any], lang: str) -> list[dict
         tone = "bad" if outcome == "cause_remains" else "good" if outcome == "no_cause" else ""
         lines.append({"label": say("outcome", lang), "text": say(f"outcome.{outcome}", lang, causes=remaining),
                       "tone": tone})  # fmt: skip
+    if unjudged_rules:
+        codes = joined(
+            [f"{u['code']} ({', '.join(u['rounds'])})" for u in unjudged_rules], lang, "comma"
+        )
+        lines.append({"label": say("inconclusive_label", lang), "tone": "warn",
+                      "text": say("inconclusive_rules", lang, codes=codes)})  # fmt: skip
     if data["also_found"]:
         lines.append({"label": say("also_found", lang), "tone": "", "text": joined([
             paren(f"{f['code']} {f['title']}", say("severity." + f["severity"], lang), lang) for f in data["also_found"]], lang)})  # fmt: skip

@@ -14,7 +14,8 @@ CAUSES = frozenset({
     "proxy_upstream_keepalive", "cuda_visible_devices", "server_not_started",
     "engine_died", "server_unreachable", "validation_invalid", "prefix_cache_off",
     "chunked_prefill_off", "cuda_graphs_off", "speculative_decoding_costly", "replica_slow",
-    "balancer_unbalanced", "balancer_sticky", "replica_config_differs",
+    "balancer_unbalanced", "balancer_sticky", "replica_config_differs", "api_server_cpu_saturated",
+    "structured_output_overhead",
     "long_context_decode_bound", "prefix_cache_defeated_by_shape",
 })  # fmt: skip
 

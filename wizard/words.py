@@ -90,6 +90,9 @@ WORDS: dict[str, dict[str, str]] = {
     "col.requests": {"en": "requests ok", "zh": "成功请求"},
     "col.result": {"en": "result", "zh": "结果"},
     "col.change": {"en": "change", "zh": "变更"},
+    # LoadGen before the first change and after the last, on its own path: no one change's effect.
+    "validation_on": {"en": "Validation, {path} path (every change together)",
+                      "zh": "验证，{path} 路径（全部变更合计）"},
     "col.judged": {"en": "judged on", "zh": "判断依据"},
     "col.before": {"en": "before", "zh": "之前"},
     "col.after": {"en": "after", "zh": "之后"},
@@ -179,8 +182,23 @@ WORDS: dict[str, dict[str, str]] = {
     "note.no_earlier": {"en": "no earlier {round} round to compare with", "zh": "没有更早的 {round} 轮次可比较"},
     "note.inconclusive": {"en": "a verdict is inconclusive after {n} round(s): measuring {round} again ({label}) to narrow its interval",
                           "zh": "{n} 轮后结论仍无定论：再次测量 {round}（{label}）以缩小区间"},
+    "note.contended_again": {"en": "the measuring client was contended in {round} ({why}): measuring it again ({n} of {most})",
+                             "zh": "{round} 中测量客户端受到争用（{why}）：再次测量（第 {n} 次，最多 {most} 次）"},
+    "walk.inconclusive": {"en": "{code} inconclusive: the measuring client was contended ({rounds}); {reason}",
+                          "zh": "{code} 尚无定论：测量客户端受到争用（{rounds}）；{reason}"},
+    "inconclusive_label": {"en": "Inconclusive", "zh": "尚无定论"},
+    "inconclusive_rules": {"en": "the measuring client was contended, so these could not be judged: {codes}",
+                           "zh": "测量客户端受到争用，以下各项无法判断：{codes}"},
+    "no_cause_inconclusive": {"en": "no cause found, but not every check could be judged (below)",
+                              "zh": "未找到原因，但并非每项检查都能判断（见下）"},
+    "cmp.contended": {"en": "inconclusive (client contended)",
+                      "zh": "尚无定论（客户端受到争用）"},
     "note.not_compared": {"en": "not compared with the {against}: {why}", "zh": "未与{against}比较：{why}"},
     # an operator's decision, as recorded (operator.Decision.note)
+    # The playbook's own reasons a change is not offered (computed ones stay as recorded).
+    "not_applicable.the walk stopped: nothing to measure at this target": {
+        "en": "the walk stopped: nothing to measure at this target",
+        "zh": "诊断已停止：这个目标上没有可测量的对象"},
     "decision.no change proposed": {"en": "no change proposed", "zh": "没有建议的变更"},
     "decision.auto mode proposes changes; it applies none to systems it does not own": {
         "en": "auto mode proposes changes; it applies none to systems it does not own",

@@ -36,6 +36,12 @@ LENGTH_KEYS = ("input_tokens", "max_tokens")
 SHAPES = {"incident": 1, "incident_load": 2, "incident_single": None}
 # A body larger than this is not a request anyone pastes into an incident.
 MAX_BODY_BYTES = 4 * 1024 * 1024
+# The fields that constrain the output to a grammar: vLLM's structured_outputs (0.11 on) and
+# OpenAI's response_format, and the guided_* of older releases (0.32 no longer reads them).
+CONSTRAINT_FIELDS = (
+    "structured_outputs", "response_format", "guided_json", "guided_regex", "guided_choice",
+    "guided_grammar",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -58,10 +64,33 @@ class Workload:
     @property
     def body_sha256(self) -> str | None:
         """The body's fingerprint (canonical JSON): rounds of two different bodies never compare."""
+        return None if self.body is None else body_sha256(self.body)
+
+    @property
+    def constraint_fields(self) -> list[str]:
+        """The body's fields that constrain its output (a ``response_format`` of text does not)."""
+        if self.body is None:
+            return []
+        return [
+            name for name in CONSTRAINT_FIELDS
+            if self.body.get(name) not in (None, False, {})
+            and not (name == "response_format" and _is_text_format(self.body[name]))
+        ]  # fmt: skip
+
+    @property
+    def constraint_chars(self) -> int:
+        """The constraint's size: the characters of its fields' compact JSON (0 without one)."""
+        if self.body is None:
+            return 0
+        body = self.body
+        return sum(len(json.dumps(body[name], separators=(",", ":"), sort_keys=True))
+                   for name in self.constraint_fields)  # fmt: skip
+
+    def unconstrained_body(self) -> dict[str, Any] | None:
+        """The same body without its output constraint: the contrast that prices the constraint."""
         if self.body is None:
             return None
-        canonical = json.dumps(self.body, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        return {k: v for k, v in self.body.items() if k not in self.constraint_fields}
 
     def to_header(self) -> dict[str, Any] | None:
         """The transcript header's ``workload`` (the body itself, so resume replays the same)."""
@@ -95,6 +124,16 @@ class Workload:
         if factor is not None and self.concurrency is not None:
             out["concurrency"] = self.concurrency * factor
         return out
+
+
+def _is_text_format(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") == "text"
+
+
+def body_sha256(body: dict[str, Any]) -> str:
+    """A body's fingerprint (canonical JSON): rounds of two different bodies never compare."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def from_arguments(

@@ -53,8 +53,15 @@ def register(subparsers: Any) -> None:
         metavar="NAME=VALUE",
         help="start the simulator with this vLLM flag as well, on top of the scenario (a second "
         "fault): max_num_seqs=4, max_num_batched_tokens=16384, gpu_memory_utilization=0.73, "
-        "max_model_len=...; the walk may change it like any other",
+        "max_model_len=...; the walk may change it like any other. disable_log_stats=True turns "
+        "the server's /metrics statistics off (as vLLM's --disable-log-stats)",
     )
+    demo.add_argument(
+        "--keep-files", action="store_true",
+        help="keep the demo's temporary folders (the simulator's log, the GPU host's files, "
+        "nginx's config) after it ends; by default they are removed on exit, on errors and on "
+        "Ctrl-C (the transcript stays where it was written)",
+    )  # fmt: skip
     demo.set_defaults(handler=demo_command)
 
 
@@ -73,7 +80,7 @@ def demo_command(args: argparse.Namespace) -> int:
     from wizard.transcript import Redactor
     from wizard.workload import Workload
 
-    get_scenario(args.scenario)  # unknown names fail before anything starts
+    scenario = get_scenario(args.scenario)  # unknown names fail before anything starts
     flags = engine_flags(args.engine_flag)
     book = playbook.load()
     screen = console()
@@ -113,12 +120,15 @@ def demo_command(args: argparse.Namespace) -> int:
                   "host_evidence": None if "host" in args.withhold else str(stack.host_evidence),
                   "demo": {"scenario": args.scenario, "nginx": proxy is not None,
                            "engine_flags": flags, "withheld": sorted(set(args.withhold))},
-                  # The demo's incident is completions traffic (its simulator answers both APIs).
-                  "workload": Workload(endpoint="completions").to_header()}  # fmt: skip
+                  # The demo's incident is completions traffic (its simulator answers both APIs),
+                  # with the scenario's own requests where the fault is in them.
+                  "workload": Workload(endpoint="completions",
+                                       body=scenario.incident_body).to_header()}  # fmt: skip
         writer = _create(path, header, Redactor())
         args.timeout = 60.0
         hint = "the demo's processes are stopped with it; start it again with: latency-wizard demo"
         return execute(book, writer, operator, args, None, header, events=[], resume_hint=hint)
     finally:
-        stack.stop()
+        for folder in stack.stop(keep_files=args.keep_files):
+            screen.print(f"kept: {folder}", soft_wrap=True)
         signal.signal(signal.SIGTERM, previous)

@@ -150,11 +150,10 @@ def register(subparsers: Any) -> None:
         "proxy", help="direct vs proxy: the burst signature of a buffering proxy",
         description=PROXY_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    proxy.add_argument("--direct", required=True, help="base URL of vLLM itself")
-    proxy.add_argument(
-        "--via", required=True, help="base URL of the same service through the proxy"
-    )
-    _request_arguments(proxy, target=False)
+    _request_arguments(proxy, old_spelling="--direct")
+    via = proxy.add_mutually_exclusive_group(required=True)
+    via.add_argument("--proxy", help="base URL of the same service through the proxy")
+    via.add_argument("--via", dest="proxy", help=argparse.SUPPRESS)  # the old spelling
     proxy.add_argument("--repeat", type=int, default=3, help="requests per path (default 3)")
     proxy.set_defaults(handler=run_proxy)
     config = probes.add_parser(
@@ -173,8 +172,10 @@ def register(subparsers: Any) -> None:
     )  # fmt: skip
     source = metrics.add_mutually_exclusive_group(required=True)
     source.add_argument(
-        "--url", help="base URL of the server (its /metrics is read) or the /metrics URL"
+        "--target", help="base URL of the server (its /metrics is read) or the /metrics URL"
     )
+    # The old spelling, kept for the scripts that use it (docs/cli.md), out of --help.
+    source.add_argument("--url", dest="target", help=argparse.SUPPRESS)
     source.add_argument("--file", help="a saved /metrics text")
     metrics.add_argument(
         "--timeout", type=seconds, default=10.0, help="seconds to wait (default 10)"
@@ -228,11 +229,12 @@ def register(subparsers: Any) -> None:
     probe_replicas.register(probes)
 
 
-def _request_arguments(parser: argparse.ArgumentParser, target: bool = True) -> None:
-    if target:
-        parser.add_argument(
-            "--target", required=True, help="base URL of the server, e.g. http://127.0.0.1:8000"
-        )
+def _request_arguments(parser: argparse.ArgumentParser, old_spelling: str | None = None) -> None:
+    url = parser.add_mutually_exclusive_group(required=True)
+    url.add_argument("--target", help="base URL of the server, e.g. http://127.0.0.1:8000")
+    if old_spelling:
+        # Kept for the scripts that use it (docs/cli.md), out of --help and of the usage line.
+        url.add_argument(old_spelling, dest="target", help=argparse.SUPPRESS)
     parser.add_argument("--model", help="model id (default: the first one /v1/models lists)")
     parser.add_argument("--endpoint", choices=["completions", "chat"], default="completions")
     parser.add_argument(
@@ -271,7 +273,7 @@ def _print(
     from wizard.auth import url_secrets
     from wizard.transcript import Redactor
 
-    urls = (getattr(args, name, None) for name in ("target", "direct", "via"))
+    urls = (getattr(args, name, None) for name in ("target", "proxy"))
     text = Redactor([api_key, *url_secrets(*urls)])(json.dumps(report, indent=2))
     if args.json:
         print(text)
@@ -382,9 +384,10 @@ async def _with_client(
     import httpx
 
     from wizard.probes.endpoints import served_model
+    from wizard.probes.protocol_backend import timing_client
     from wizard.probes.stream import RequestSpec
 
-    async with httpx.AsyncClient(timeout=httpx.Timeout(args.timeout, connect=10.0)) as client:
+    async with timing_client(timeout=httpx.Timeout(args.timeout, connect=10.0)) as client:
         model = args.model or await served_model(client, args.target, headers)
         spec = RequestSpec(
             model=model,
@@ -494,15 +497,14 @@ def run_proxy(args: argparse.Namespace) -> int:
     from wizard.probes.proxy_compare import compare_paths
     from wizard.render import proxy_view
 
-    for url in (args.direct, args.via):
+    for url in (args.target, args.proxy):
         check_base_url(url)
-    args.target = args.direct
     _check(args, "repeat")
     api_key = api_key_from_env(args.api_key_env)
     headers = auth_headers(api_key)
 
     async def measure(client: Any, spec: Any) -> Any:
-        return await compare_paths(args.direct, args.via, spec, repeat=args.repeat, headers=headers,
+        return await compare_paths(args.target, args.proxy, spec, repeat=args.repeat, headers=headers,
                                    timeout_s=args.timeout)  # fmt: skip
 
     _, report = aio.run(_with_client(args, headers, measure))
@@ -549,7 +551,7 @@ def run_metrics(args: argparse.Namespace) -> int:
     if args.file:
         text = read_text(args.file)
     else:
-        url = args.url.rstrip("/")
+        url = args.target.rstrip("/")
         url = url if url.endswith("/metrics") else url + "/metrics"
         text = aio.run(_metrics_text(url, args.timeout))
     now = parse(text)

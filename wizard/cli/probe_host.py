@@ -10,7 +10,7 @@ What the GPU host has: physical CPU cores against GPUs (vLLM wants at least 2 + 
 for N GPUs), the GPUs and their memory (which sets vLLM's default token budget), whether they are
 linked by NVLink (tensor parallelism over PCIe is slow), and CUDA_VISIBLE_DEVICES.
 
-Without --evidence it looks at this machine (psutil; NVML through nvidia-ml-py, else nvidia-smi).
+Without --host-evidence it looks at this machine (psutil; NVML through nvidia-ml-py, else nvidia-smi).
 When the wizard runs elsewhere, collect the files on the GPU host and hand over the folder; each
 file is recognised by its content, so any names do:
 
@@ -29,7 +29,11 @@ def register(probes: Any) -> None:
         "host", help="GPU host: cores vs GPUs, NVLink, CUDA_VISIBLE_DEVICES",
         description=HOST_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    host.add_argument("--evidence", metavar="DIR", help="folder of files collected on the GPU host")
+    host.add_argument(
+        "--host-evidence", metavar="DIR", help="folder of files collected on the GPU host"
+    )
+    # The old spelling, kept for the scripts that use it (docs/cli.md), out of --help.
+    host.add_argument("--evidence", dest="host_evidence", help=argparse.SUPPRESS)
     host.add_argument("--json", action="store_true", help="print one JSON object")
     host.set_defaults(handler=run_host)
     topology = probes.add_parser(
@@ -51,7 +55,7 @@ def run_host(args: argparse.Namespace) -> int:
 
     from wizard.probes.host import gather
 
-    facts = gather(args.evidence)
+    facts = gather(args.host_evidence)
     if args.json:
         print(json.dumps(facts, indent=2))
         return 0

@@ -11,7 +11,7 @@ REPLICAS_DESCRIPTION = """\
 Measure every replica behind one endpoint directly, one after the other, with the same round (the
 walk's measure round: TTFT and TPOT apart, the replica's /metrics watched), the first one twice
 (an A/A pair: how far this fleet's numbers move on their own), then the same round through the
-balancer (--via), reading every replica's request counter before and after it. Says which replica
+balancer (--proxy), reading every replica's request counter before and after it. Says which replica
 is slower than the others pooled (and its cause from its own server's metrics: queue, preemption,
 or neither), whether the balancer pins this client to one replica (sticky sessions), and whether
 a replica gets an unequal share of the balancer's requests. The replicas come from --replica
@@ -30,7 +30,11 @@ def register(probes: Any) -> None:
         "replicas", help="measure every replica directly and through the balancer",
         description=REPLICAS_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    parser.add_argument("--via", metavar="URL", help="base URL of the balancer (nginx, a service)")
+    parser.add_argument(
+        "--proxy", metavar="URL", help="base URL of the balancer (nginx, a service)"
+    )
+    # The old spelling, kept for the scripts that use it (docs/cli.md), out of --help.
+    parser.add_argument("--via", dest="proxy", help=argparse.SUPPRESS)
     parser.add_argument(
         "--replica", action="append", metavar="URL", help="a replica's base URL (repeat it)"
     )
@@ -60,8 +64,8 @@ def run_replicas(args: argparse.Namespace) -> int:
     from wizard.probes.runner import ProbeContext
     from wizard.render import console, replicas_view
 
-    if args.via and not args.via.startswith(("http://", "https://")):
-        raise UsageError(f"--via {args.via!r} is not an http(s) URL")
+    if args.proxy and not args.proxy.startswith(("http://", "https://")):
+        raise UsageError(f"--proxy {args.proxy!r} is not an http(s) URL")
     fleet = None
     if args.prometheus and not args.replica and not args.nginx_conf:
         from wizard.cli import probe_fleet
@@ -77,7 +81,7 @@ def run_replicas(args: argparse.Namespace) -> int:
                        timeout_s=args.timeout)  # fmt: skip
     params = {"concurrency": args.concurrency, "requests": args.requests,
               "input_tokens": args.input_tokens, "max_tokens": args.max_tokens}  # fmt: skip
-    report = aio.run(measure_replicas(ctx, found, args.via, params))
+    report = aio.run(measure_replicas(ctx, found, args.proxy, params))
     if args.json:
         print(json.dumps(report, indent=2))
     else:

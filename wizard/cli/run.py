@@ -302,7 +302,7 @@ def preflight(
     from wizard.auth import without_userinfo
     from wizard.errors import WizardError
     from wizard.probes.bounded import BoundedRequestError, headers_within_deadline
-    from wizard.probes.reach import explain
+    from wizard.probes.reach import explain, server_down
 
     try:
         aio.run(
@@ -312,12 +312,16 @@ def preflight(
         )
     except httpx.HTTPError as exc:
         message = without_userinfo(f"cannot reach {url}: {explain(exc, url)}")
+        log_tells = server_down(exc)
     except BoundedRequestError as exc:
         message = without_userinfo(f"cannot reach {url}: {exc}")
+        log_tells = True  # headers that never come: a server that hangs, its log may say why
     else:
         return
     if not log_given:
-        raise WizardError(f"{message} (if the server failed to start, {log_hint} tells why)")
+        # The log explains a server that did not start, died or hangs; not an address's fault.
+        hint = f" (if the server failed to start, {log_hint} tells why)" if log_tells else ""
+        raise WizardError(message + hint)
     print(f"{message}; reading the server's log instead", file=sys.stderr)
 
 

@@ -54,6 +54,8 @@ VALUE_FLAGS: tuple[tuple[tuple[str, ...], str, type, str], ...] = (
      "KV-cache bytes per token of the simulated model (default 131072, Llama-3.1-8B in bf16)"),
     (("--cpu-kvcache-space",), "cpu_kvcache_space_gib", float,
      "--device cpu: GiB of KV cache, vLLM's VLLM_CPU_KVCACHE_SPACE (default 4)"),
+    (("--api-server-count",), "api_server_count", int,
+     "API server processes, each one core of the CPU work per request and token (default 1)"),
     (("--log-stats-interval",), "log_stats_interval_s", float,
      "seconds between 'Engine 000:' stats lines (VLLM_LOG_STATS_INTERVAL, default 10)"),
 )  # fmt: skip
@@ -81,7 +83,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--host-evidence", metavar="DIR",
         help="write the simulated GPU host's lscpu, nvidia-smi topo -m, GPU list and env into DIR "
-        "(for 'run --host-evidence DIR' and 'probe host --evidence DIR')",
+        "(for 'run --host-evidence DIR' and 'probe host --host-evidence DIR')",
     )  # fmt: skip
     parser.add_argument("--host-cores", type=int, default=32, metavar="N",
                         help="physical cores of the simulated host, in its lscpu (default 32)")  # fmt: skip
@@ -189,7 +191,7 @@ VLLM_ARG_ORDER = (
     "gpu_memory_utilization", "num_gpu_blocks_override", "kv_cache_tokens",
     "enable_prefix_caching", "max_num_batched_tokens", "max_num_seqs", "enable_chunked_prefill",
     "speculative_config", "disable_log_stats",
-    "sse_keep_alive_interval",
+    "sse_keep_alive_interval", "api_server_count",
 )  # fmt: skip
 
 

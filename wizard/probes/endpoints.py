@@ -106,6 +106,12 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
                 facts["max_model_len"] = parse_int(str(max_model_len))
             except (ValueError, KeyError, IndexError, TypeError, AttributeError):
                 facts["models_status"] = "not an OpenAI model list"
+        # An HTTP server that lists no models (a static file server, nginx's status page) is no
+        # OpenAI API: nothing can be measured there, and the walk stops (LAT021). A key the
+        # server wants (401) is another finding (LAT022); no HTTP answer, the server's log.
+        facts["openai_api"] = (
+            None if not facts["reachable"] or models_status == 401 else bool(facts["model"])
+        )
         if facts["model"]:
             ctx.model = ctx.model or facts["model"]
             ctx.max_model_len = ctx.max_model_len or facts["max_model_len"]

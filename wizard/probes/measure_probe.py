@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from wizard.bucket_quantile import QuantileBounds
+from wizard.contention import timings_doubtful
 from wizard.errors import WizardError
 from wizard.measure import MeasurementSpec
 from wizard.probes.endpoints import served_model
@@ -30,7 +31,7 @@ from wizard.probes.load import Progress, run_load
 from wizard.probes.metrics import MetricsSnapshot, delta, scrape
 from wizard.probes.runner import report_progress
 from wizard.probes.stream import RequestSpec
-from wizard.workload import prompt_words
+from wizard.workload import body_sha256, prompt_words
 
 WATCH_INTERVAL_S = 0.2
 DEFAULTS: dict[str, Any] = {
@@ -105,7 +106,8 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     spec = MeasurementSpec(
         model=model, endpoint=request.endpoint, input_tokens=request.input_tokens,
         output_tokens=request.max_tokens, concurrency=result.concurrency, access_path=url,
-        warm_state="steady", request_body=body_hash(ctx),
+        warm_state="steady",
+        request_body=body_sha256(request.template) if request.template else body_hash(ctx),
     )  # fmt: skip
     report = result.to_dict()
     measurement = result.measurement(spec)
@@ -113,6 +115,10 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     server = watcher.summary(before, after, result.ok_samples)
     # The engine's own prefill time leaves the queue and the network out; without it, TTFT.
     prefill_ms = server.get("prefill_mean_ms") or steady["ttft_p50"]
+    client = report["client"]
+    client["timings_doubtful"] = timings_doubtful(
+        client, server.get("itl_mean_ms") or steady["tpot_p50"]
+    )
     return {
         "path": settings["path"],
         "shared_prefix_tokens": request.shared_prefix_tokens,
@@ -127,7 +133,7 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         ),
         "cold": flat_summary(report["cold"]["summary"]) if report["cold"] else None,
         "burst": report["steady"]["summary"]["burst"],
-        "client": report["client"],
+        "client": client,
         "client_saturated": report["client"]["saturated"],
         "values": measurement.values,
         "server": server,
@@ -138,6 +144,8 @@ def request_spec(ctx: Any, settings: dict[str, Any], model: str) -> RequestSpec:
     """What one round sends: its own synthetic prompt, or the incident's body (``replay_body``)."""
     workload = ctx.workload
     template: dict[str, Any] | None = workload.body if workload is not None else None
+    if settings.get("unconstrained") and workload is not None:
+        template = workload.unconstrained_body()  # the contrast round: no output constraint
     max_tokens = int(settings["max_tokens"])
     input_tokens = int(settings["input_tokens"])
     replay = bool(settings.get("replay_body"))
@@ -249,9 +257,15 @@ class _ServerWatch:
             "kv_usage_max": peak([s.kv_cache_usage for s in usable]),
             "preemptions": change["preemptions"],
             "server_ttft_mean_ms": server_ttft * 1000 if server_ttft is not None else None,
+            # The API server process's CPU over the round, in cores (None with several of them).
+            "api_server_cpu_cores": change["api_server_cpu_cores"],
             # The engine's prefill time (scheduled to first token): no queue, no network.
             "prefill_mean_ms": prefill * 1000 if prefill is not None else None,
             "ttft_outside_engine_ms": outside_ms,
+            # The engine's own mean gap between tokens over the round: the pace of the stream,
+            # which a starved client cannot corrupt (its own TPOT reads ~0 when a whole stream
+            # arrives in one read).
+            "itl_mean_ms": itl * 1000 if (itl := change["server_itl_mean_s"]) is not None else None,
             "itl_note": change["itl_note"],
             # The engine's own median gap between tokens, as the bucket that holds it: the round's
             # plain decode step, with no client lag and no prefill stall in it.

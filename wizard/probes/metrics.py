@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -43,6 +44,9 @@ V0_ONLY = ("vllm:num_requests_swapped", "vllm:cpu_cache_usage_perc",
            "vllm:avg_generation_throughput_toks_per_s", "vllm:gpu_cache_usage_perc")  # fmt: skip
 HISTOGRAM_PARTS = ("_sum", "_count")
 SPEC_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+# The CPU time of the process that serves /metrics: vLLM's API server (its only process series;
+# with --api-server-count above 1 /metrics has no process series at all).
+PROCESS_CPU = "process_cpu_seconds_total"
 MAX_QUOTED_SKIPS = 3
 
 
@@ -69,6 +73,10 @@ class MetricsSnapshot:
     spec_decode_draft_tokens_total: float | None = None
     spec_decode_accepted_tokens_total: float | None = None
     spec_decode_accepted_per_pos_total: dict[str, float] = field(default_factory=dict)
+    process_cpu_seconds_total: float | None = None
+    # When the scrape was answered (monotonic seconds; None for a text not scraped): the window
+    # a CPU-time counter's rate is taken over.
+    scraped_at: float | None = None
     ttft_s: dict[str, float] = field(default_factory=dict)
     itl_s: dict[str, float] = field(default_factory=dict)
     queue_s: dict[str, float] = field(default_factory=dict)
@@ -98,6 +106,7 @@ class MetricsSnapshot:
     def to_dict(self) -> dict[str, Any]:
         """JSON shape (contract keys of ``probe metrics --json`` first)."""
         data = asdict(self)
+        del data["scraped_at"]  # a monotonic clock reading: only a window's length means anything
         del data["itl_buckets"]  # a window's raw counts: only a delta of two means anything
         data["kv_cache_tokens"] = self.kv_cache_tokens
         if self.stats_disabled:
@@ -178,6 +187,8 @@ def parse(text: str) -> MetricsSnapshot:
             # JSON output invalid. An integer past a float's range (the parser keeps integers
             # as int) is no count either.
             value = _finite(sample.value)
+            if sample.name == PROCESS_CPU and value is not None:
+                snap.process_cpu_seconds_total = value
             if not sample.name.startswith("vllm:") or value is None:
                 continue
             engines.add(sample.labels.get("engine", "0"))
@@ -297,7 +308,9 @@ async def scrape(client: httpx.AsyncClient, base_url: str) -> MetricsSnapshot:
         raise WizardError(str(exc)) from None
     if status != 200:
         raise WizardError(f"{url} answered HTTP {status}")
-    return parse(text)
+    snap = parse(text)
+    snap.scraped_at = time.monotonic()
+    return snap
 
 
 def delta(
@@ -339,6 +352,7 @@ def delta(
         ),
         "prefix_cache_hits": diff(before.prefix_cache_hits_total, after.prefix_cache_hits_total),
         **spec_decode_delta(before, after),
+        "api_server_cpu_cores": api_server_cpu_cores(before, after),
         "server_ttft_mean_s": window_mean("ttft_s"),
         "server_itl_mean_s": itl_mean,
         "server_queue_mean_s": window_mean("queue_s"),
@@ -393,6 +407,21 @@ def spec_decode_delta(before: MetricsSnapshot, after: MetricsSnapshot) -> dict[s
         else None,
         "spec_acceptance_per_pos": [n / drafts for n in per_pos] if drafts else None,
     }
+
+
+def api_server_cpu_cores(before: MetricsSnapshot, after: MetricsSnapshot) -> float | None:
+    """The API server process's CPU over the window, in cores (CPU seconds per second).
+
+    None without the process series (several API servers, or no process collector) or without
+    both scrape times; a counter that went down is a restarted process, not a rate.
+    """
+    cpu = _counter_diff(before.process_cpu_seconds_total, after.process_cpu_seconds_total)
+    if before.process_cpu_seconds_total is None or cpu is None or cpu < 0:
+        return None
+    if before.scraped_at is None or after.scraped_at is None:
+        return None
+    window = after.scraped_at - before.scraped_at
+    return cpu / window if window > 0 else None
 
 
 def _counter_diff(before: float | None, after: float | None) -> float | None:

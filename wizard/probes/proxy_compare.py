@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from wizard.probes.protocol_backend import timing_client
 from wizard.probes.stream import RequestSpec, StreamSample, measure_stream, stream_report
 
 BURST_EVENTS = 4
@@ -42,7 +43,7 @@ async def compare_paths(
     timeout_s: float = 60.0,
 ) -> dict[str, Any]:  # fmt: skip
     """Measure ``repeat`` requests direct, then the same through the proxy; judge the difference."""
-    async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=10.0)) as client:
+    async with timing_client(timeout=httpx.Timeout(timeout_s, connect=10.0)) as client:
         direct_samples = [
             await measure_stream(client, direct, spec, headers) for _ in range(repeat)
         ]

@@ -60,6 +60,20 @@ def explain(exc: BaseException, url: str) -> str:
     return printable(f"{type(exc).__name__}: {exc}")
 
 
+def server_down(exc: BaseException) -> bool:
+    """Whether the failure is one the server's log can explain: nothing listens (it did not start
+    or died), or it took the connection and closed it or went silent (it died or hangs). DNS, TLS,
+    a connect timeout or another protocol on the port are about the address, not the server."""
+    chain = list(_causes(exc))
+    if any(isinstance(e, ssl.SSLError | socket.gaierror) for e in chain) or _sent(chain):
+        return False
+    return isinstance(exc, httpx.ReadTimeout | httpx.ReadError | httpx.RemoteProtocolError) or (
+        isinstance(exc, httpx.ConnectError) and not isinstance(exc, httpx.ConnectTimeout)
+        and any(isinstance(e, ConnectionRefusedError) or "All connection attempts failed" in str(e)
+                for e in chain)
+    )  # fmt: skip
+
+
 def _causes(exc: BaseException) -> Iterator[BaseException]:
     """``exc`` and the exceptions it was raised from (httpx wraps httpcore, which wraps the OS)."""
     seen: set[int] = set()

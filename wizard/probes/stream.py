@@ -40,6 +40,7 @@ import httpx
 
 from wizard import safejson
 from wizard.probes.bounded import request_deadline_s
+from wizard.probes.protocol_backend import arrival_clock
 from wizard.probes.reach import explain
 from wizard.probes.sse import OversizedEventError, SseParser
 
@@ -392,9 +393,11 @@ async def measure_stream(
                 sample.error_kind = f"http_{response.status_code}"
                 sample.error = f"HTTP {response.status_code}: {_error_message(text)}"
                 return sample
-            # Decoded bytes, one chunk per network read (a gzip-encoded stream is decompressed).
+            # Decoded bytes, one chunk per network read (a gzip-encoded stream is decompressed),
+            # stamped when they arrived where the connection knows it (the timing client's).
+            clock = arrival_clock(response)
             async for data in response.aiter_bytes():
-                now = time.monotonic_ns()
+                now = clock()
                 sample.read_times_ns.append(now)
                 sample.read_events.append(parser.feed(data, now))
     except TimeoutError:

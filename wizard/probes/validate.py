@@ -26,6 +26,7 @@ import httpx
 
 from wizard.errors import WizardError
 from wizard.measure import MeasurementSpec, summarize
+from wizard.probes.protocol_backend import timing_client
 from wizard.probes.stream import RequestSpec, StreamSample, measure_stream
 
 Scenario = Literal["SingleStream", "Server", "Offline"]
@@ -291,7 +292,7 @@ def run_validation(
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     limits = httpx.Limits(max_connections=spec.max_in_flight)
-    client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(timeout_s, connect=10.0))
+    client = timing_client(limits=limits, timeout=httpx.Timeout(timeout_s, connect=10.0))
     gate = asyncio.Semaphore(spec.max_in_flight)
     samples: list[StreamSample] = []
 

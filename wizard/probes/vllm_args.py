@@ -52,7 +52,7 @@ FIELDS = {
     "model": "str", "tensor_parallel_size": "int", "pipeline_parallel_size": "int",
     "max_model_len": "len", "max_num_batched_tokens": "int", "max_num_seqs": "int",
     "gpu_memory_utilization": "fraction", "chunked_prefill": "bool", "enforce_eager": "bool",
-    "num_gpu_blocks_override": "int", "block_size": "int",
+    "num_gpu_blocks_override": "int", "block_size": "int", "api_server_count": "int",
 }  # fmt: skip
 # command-line flag (without dashes, "_" as "-") -> field
 FLAGS = {
@@ -62,6 +62,7 @@ FLAGS = {
     "max-num-seqs": "max_num_seqs", "gpu-memory-utilization": "gpu_memory_utilization",
     "enable-chunked-prefill": "chunked_prefill", "enforce-eager": "enforce_eager",
     "num-gpu-blocks-override": "num_gpu_blocks_override", "block-size": "block_size",
+    "api-server-count": "api_server_count",
 }  # fmt: skip
 # Namespace attribute -> field (the positional model of `vllm serve` is model_tag)
 NAMESPACE_KEYS = {**{name: name for name in FIELDS if name != "chunked_prefill"},

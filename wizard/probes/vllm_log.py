@@ -108,7 +108,7 @@ CONFIG_NAMES = {"max_seq_len": "max_model_len", "enable_chunked_prefill": "chunk
                 "chunked_prefill_enabled": "chunked_prefill"}  # fmt: skip
 ARG_KEYS = ("model", "max_model_len", "max_num_batched_tokens", "max_num_seqs", "gpu_memory_utilization",
             "tensor_parallel_size", "pipeline_parallel_size", "enforce_eager", "enable_chunked_prefill",
-            "num_gpu_blocks_override", "block_size")  # fmt: skip
+            "num_gpu_blocks_override", "block_size", "api_server_count")  # fmt: skip
 # "GPU KV cache size" (0.32 on CPU: "CPU ..."; "GPU + host ..." with a host tier).
 KV_SIZE = re.compile(rf"(?:\b(?P<device>[A-Z][A-Z0-9]*)(?: \+ host)? )?KV cache size: {NUM} tokens")
 # The KV cache's memory: 0.34 on GPU "Available KV cache memory: 12.5 GiB"; 0.32's CPU build

@@ -32,7 +32,7 @@ ANY_POD_PREFIX = re.compile(POD_PREFIX.pattern, re.MULTILINE)
 COMPARED_ARGS = (
     "version", "engine", "max_num_seqs", "max_num_batched_tokens", "max_model_len",
     "gpu_memory_utilization", "kv_cache_tokens", "tensor_parallel_size",
-    "pipeline_parallel_size", "chunked_prefill", "enforce_eager", "block_size",
+    "pipeline_parallel_size", "chunked_prefill", "enforce_eager", "block_size", "api_server_count",
 )  # fmt: skip
 # The replica's own report keys shown per replica in the walk's facts (the rest is in the CLI's).
 WALK_KEYS = ("lines", "startup_s", "stats_total", "preemptions_seen", *COMPARED_ARGS)

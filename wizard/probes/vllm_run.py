@@ -58,6 +58,7 @@ class Run:
     gpu_memory_utilization: float | None = None
     chunked_prefill: bool | None = None
     enforce_eager: bool | None = None
+    api_server_count: int | None = None  # only when given (vLLM's default: data_parallel_size)
     preemptions_seen: bool = False
     preemption_mode: str | None = None
     stats: list[dict[str, Any]] = field(default_factory=list)

@@ -75,6 +75,9 @@ class StepCosts:
     same step, each one a query over the sequence's KV cache like a decode (``per_decode_seq_ms``),
     and a draft model runs one pass per draft position before the step (``draft_fixed_ms`` plus
     ``draft_per_seq_ms`` a sequence); an n-gram proposer looks its drafts up on the CPU for free.
+    Every sequence under a structured-output constraint has its token bitmask filled on the
+    engine core's CPU before the step: ``grammar_mask_ms`` plus ``grammar_mask_ms_per_kchar`` for
+    every thousand characters of its grammar (``wizard.sim.structured``), one after another.
     The defaults give ~10 ms decode steps at small batch and 5,000 prefill tokens per 100 ms.
     """
 
@@ -89,6 +92,19 @@ class StepCosts:
     pp_hop_network_ms: float = 1.5
     draft_fixed_ms: float = 1.0
     draft_per_seq_ms: float = 0.02
+    grammar_mask_ms: float = 0.05
+    grammar_mask_ms_per_kchar: float = 0.2
+
+
+@dataclass(frozen=True)
+class ApiServerCosts:
+    """CPU milliseconds of the API server's work (``wizard.sim.api_server``): rendering and
+    tokenizing a request, and detokenizing and serializing one streamed token. The defaults (an
+    8B model's tokenizer on a server CPU core) keep a process under a tenth of a core at the
+    walk's loads."""
+
+    per_request_ms: float = 0.5
+    per_token_ms: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -207,6 +223,10 @@ class SimConfig:
     kv_bytes_per_token: int = 131072
     costs: StepCosts = StepCosts()
     cold_start: ColdStart = ColdStart()
+    # --api-server-count: API server processes, each one core (wizard.sim.api_server); vLLM's
+    # default is data_parallel_size, 1 here.
+    api_server_count: int = 1
+    api_server_costs: ApiServerCosts = ApiServerCosts()
 
     def replace(self, **changes: object) -> SimConfig:
         """Return a copy with some fields changed."""
@@ -425,6 +445,7 @@ def _check_positive(config: SimConfig) -> None:
         "tensor_parallel_size": config.tensor_parallel_size,
         "pipeline_parallel_size": config.pipeline_parallel_size,
         "nodes": config.nodes,
+        "api_server_count": config.api_server_count,
     }
     for name, value in checks.items():
         if value is not None and value < 1:

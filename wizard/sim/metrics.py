@@ -13,6 +13,7 @@ Families a real server has and the simulator does not are listed in
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from prometheus_client import (
@@ -26,6 +27,8 @@ from prometheus_client import (
     Summary,
     generate_latest,
 )
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 from prometheus_client.utils import INF
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -454,6 +457,25 @@ class SimMetrics:
         return generate_latest(self.registry)
 
 
+class ApiServerProcessCollector(Collector):
+    """prometheus_client's process collector, with the simulated API server's CPU time as
+    ``process_cpu_seconds_total``: this process's own CPU is the simulation's, not an API
+    server's (``wizard.sim.api_server`` charges the API server's work)."""
+
+    def __init__(self, cpu_seconds: Callable[[], float]) -> None:
+        self._process = ProcessCollector(registry=None)
+        self._cpu_seconds = cpu_seconds
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self._process.collect():
+            if family.name == "process_cpu_seconds":
+                yield CounterMetricFamily(
+                    family.name, family.documentation, value=self._cpu_seconds()
+                )
+            else:
+                yield family
+
+
 class HttpMetrics:
     """The API server's own series: Python and process collectors, and the HTTP instrumentator's.
 
@@ -462,12 +484,18 @@ class HttpMetrics:
     as prometheus-fastapi-instrumentator does in vLLM.
     """
 
-    def __init__(self, routes: frozenset[str]) -> None:
+    def __init__(
+        self, routes: frozenset[str], api_cpu_seconds: Callable[[], float], api_servers: int = 1
+    ) -> None:
         self.routes = routes - HTTP_EXCLUDED
         self.process_registry = CollectorRegistry()
-        GCCollector(registry=self.process_registry)
-        PlatformCollector(registry=self.process_registry)
-        ProcessCollector(registry=self.process_registry)
+        # With several API servers vLLM serves /metrics from a multiprocess registry, which has
+        # no process or Python collector: no process_* series at all (vllm/v1/metrics/prometheus.py
+        # get_prometheus_registry, read in the real 0.32 build).
+        if api_servers == 1:
+            GCCollector(registry=self.process_registry)
+            PlatformCollector(registry=self.process_registry)
+            self.process_registry.register(ApiServerProcessCollector(api_cpu_seconds))
         self.registry = CollectorRegistry()
         reg = self.registry
         self.requests = Counter(

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.sim import text
+from wizard.sim.structured import CONSTRAINT_FIELDS, grammar_chars
 
 COMPLETION_FIELDS = frozenset({
     "model", "prompt", "max_tokens", "stream", "stream_options", "ignore_eos", "temperature",
     "top_p", "top_k", "n", "user", "suffix", "seed", "stop", "echo", "logprobs",
-    "presence_penalty", "frequency_penalty", "min_tokens",
+    "presence_penalty", "frequency_penalty", "min_tokens", *CONSTRAINT_FIELDS,
 })  # fmt: skip
 CHAT_FIELDS = (COMPLETION_FIELDS - {"prompt", "suffix", "echo"}) | {
     "messages", "max_completion_tokens", "add_generation_prompt", "tools", "tool_choice",
@@ -99,6 +100,8 @@ class ParsedRequest:
     include_usage: bool
     continuous_usage: bool
     ignored_fields: list[str] = field(default_factory=list)
+    # The size of the request's structured-output constraint (``wizard.sim.structured``); 0: none.
+    grammar_chars: int = 0
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
@@ -214,7 +217,7 @@ def parse_generation(
         chat=chat, model=served_model, prompt_tokens=prompt_tokens, prompt=prompt,
         max_tokens=max_tokens,
         finish_reason=finish_reason, stream=stream, include_usage=include_usage,
-        continuous_usage=continuous, ignored_fields=ignored,
+        continuous_usage=continuous, ignored_fields=ignored, grammar_chars=grammar_chars(body),
     )  # fmt: skip
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from wizard.errors import UsageError
-from wizard.sim.config import ColdStart, SimConfig, SpeculativeConfig, StepCosts
+from wizard.sim.config import ApiServerCosts, ColdStart, SimConfig, SpeculativeConfig, StepCosts
 
 
 @dataclass(frozen=True)
@@ -22,10 +22,23 @@ class Scenario:
     finds: str
     causes: tuple[str, ...]
     changes: dict[str, object] = field(default_factory=dict)
+    # The incident's traffic, when the fault is in the requests rather than the server: the
+    # demo walks with it as its --request-body.
+    incident_body: dict[str, object] | None = None
 
     def apply(self, config: SimConfig) -> SimConfig:
         """Return ``config`` with this scenario's changes."""
         return config.replace(**self.changes)
+
+
+def _record_schema(properties: int) -> dict[str, object]:
+    """A wide JSON schema as form-filling clients send: required string enums, described."""
+    fields = {
+        f"field_{i}": {"type": "string", "description": "one of the listed codes for this field",
+                       "enum": [f"code_{j}" for j in range(8)]}
+        for i in range(properties)
+    }  # fmt: skip
+    return {"type": "object", "properties": fields, "required": sorted(fields)}
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -160,6 +173,41 @@ SCENARIOS: dict[str, Scenario] = {
                 "gpu_memory_bandwidth_gbps": 300.0,
                 "weights_gib": 8.0,
                 "max_model_len": 16384,
+            },
+        ),
+        Scenario(
+            "api-server-cpu",
+            "One API server process (vLLM's default) whose per-token work is slow: a tokenizer "
+            "without its fast implementation on a shared vCPU, 2 ms of CPU to detokenize and "
+            "serialize each streamed token.",
+            "At 4 streams the API server needs about 0.8 of its core; at 8 it would need more "
+            "than one, so every event waits behind the others and TTFT and TPOT grow with the "
+            "concurrency while the engine's own steps (vllm:inter_token_latency_seconds), its "
+            "queue and its KV cache stay as they were. process_cpu_seconds_total of the API "
+            "server rises at about one core a second. Fix: --api-server-count 2.",
+            ("api_server_cpu_saturated",),
+            {"api_server_costs": ApiServerCosts(per_token_ms=2.0)},
+        ),
+        Scenario(
+            "structured-output",
+            "A healthy server whose clients ask for JSON under a large schema: response_format "
+            "json_schema of 100 required properties, each an 8-value enum with a description "
+            "(14,700 characters).",
+            "Before every step the engine core fills each constrained sequence's token mask "
+            "from the grammar, work that grows with its size: at 4 streams TPOT about twice "
+            "the same requests' without the constraint. The walk measures the incident's body "
+            "and the same body without response_format. Fix: a smaller schema (the client's "
+            "change; the demo cannot make it).",
+            ("structured_output_overhead",),
+            incident_body={
+                "model": "meta-llama/Llama-3.1-8B-Instruct",
+                "prompt": " ".join(["Fill in the record for this customer."] * 8),
+                "max_tokens": 16,
+                "temperature": 0,
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "record", "schema": _record_schema(100)},
+                },
             },
         ),
         Scenario(

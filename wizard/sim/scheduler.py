@@ -44,6 +44,8 @@ class SimRequest:
     block_hashes: list[int] | None = None
     # The leading blocks this request holds through the prefix cache (shared, counted once).
     cached_blocks: list[int] = field(default_factory=list)
+    # Its structured-output constraint's size in characters (wizard.sim.structured); 0: none.
+    grammar_chars: int = 0
 
     @property
     def num_tokens(self) -> int:

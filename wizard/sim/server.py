@@ -32,6 +32,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from wizard.sim import protocol, text
+from wizard.sim.api_server import ApiServers
 from wizard.sim.config import SimConfig
 from wizard.sim.engine import Engine, Stream
 from wizard.sim.metrics import HttpMetrics
@@ -165,6 +166,9 @@ class SimServer:
         self.api_key = api_key
         self.fingerprint = system_fingerprint(engine.config)
         self.http_metrics: HttpMetrics | None = None
+        self.api_servers = ApiServers(
+            engine.config.api_server_count, engine.config.api_server_costs
+        )
 
     def app(self) -> ASGIApp:
         """The ASGI application."""
@@ -189,8 +193,9 @@ class SimServer:
         if self.api_key:
             app = ApiKeyMiddleware(app, self.api_key)
         self.http_metrics = HttpMetrics(
-            frozenset(r.path for r in routes if not r.path.startswith("/sim/"))
-        )
+            frozenset(r.path for r in routes if not r.path.startswith("/sim/")),
+            self.api_servers.cpu_seconds, self.api_servers.count,
+        )  # fmt: skip
         return self.http_metrics.wrap(app)
 
     @contextlib.asynccontextmanager
@@ -265,17 +270,22 @@ class SimServer:
         prefix = "chatcmpl" if chat else "cmpl"
         request_id = f"{prefix}-{secrets.token_hex(8)}"
         sim_request = SimRequest(
-            request_id, parsed.prompt_tokens, parsed.max_tokens, prompt=parsed.prompt
-        )
+            request_id, parsed.prompt_tokens, parsed.max_tokens, prompt=parsed.prompt,
+            grammar_chars=parsed.grammar_chars,
+        )  # fmt: skip
+        # The API server renders and tokenizes the request before the engine sees it.
+        process = self.api_servers.assign()
+        await self.api_servers.request(process)
         stream = self.engine.submit(sim_request, parsed.finish_reason, parsed.max_tokens)
         if parsed.stream:
             headers = {"X-Accel-Buffering": "no"} if self.engine.config.x_accel_buffering_no else {}
             return SseResponse(
-                self.engine, stream, self._events(stream, parsed, request_id), headers
+                self.engine, stream, self._events(stream, parsed, request_id, process), headers
             )
         await until_done_or_disconnected(self.engine, stream, _drain(stream), request.receive)
         if stream.aborted:
             return Response(status_code=499)  # nobody is listening any more
+        await self.api_servers.tokens(process, len(stream.emitted_ns))
         content = "".join(text.token_text(i) for i in range(1, len(stream.emitted_ns) + 1))
         stream.mark_sent(len(stream.emitted_ns))
         used = protocol.full_usage(parsed.prompt_tokens, len(stream.emitted_ns))
@@ -308,12 +318,14 @@ class SimServer:
         return parsed
 
     async def _events(
-        self, stream: Stream, parsed: ParsedRequest, request_id: str
+        self, stream: Stream, parsed: ParsedRequest, request_id: str, process: int
     ) -> AsyncIterator[bytes]:
         """The SSE body: one event per delivery (several tokens if the writer fell behind).
 
         Every event is its own write, so each becomes an HTTP chunk of its own, the chat role
         chunk included; ``system_fingerprint`` rides on the stream's last chunk before ``[DONE]``.
+        The API server's process detokenizes and serializes the tokens before each event (a busy
+        process holds it back: ``wizard.sim.api_server``).
         """
         created = int(time.time())
         chat, model = parsed.chat, parsed.model
@@ -343,6 +355,7 @@ class SimServer:
                 payload["usage"] = protocol.running_usage(parsed.prompt_tokens, sent)
             if finished and not parsed.include_usage:
                 payload["system_fingerprint"] = self.fingerprint
+            await self.api_servers.tokens(process, new)
             stream.mark_sent(new)
             yield sse(payload)
             if finished:

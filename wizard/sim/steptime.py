@@ -10,11 +10,13 @@ def step_time_ms(
     prefill_tokens: int,
     decode_seqs: int,
     draft_tokens: int = 0,
+    grammar_chars: tuple[int, ...] = (),
     context_tokens: int = 0,
 ) -> float:
     """Return the wall time of one step (see ``StepCosts`` for the model and its constants).
 
     ``draft_tokens``: the speculative tokens verified in the step, over the ``decode_seqs``.
+    ``grammar_chars``: the constraint size of each constrained sequence in the step.
     ``context_tokens``: the KV cache the step's attention reads (every scheduled sequence's
     context up to its new tokens), at the GPU's memory bandwidth (``kv_read_ms``).
     """
@@ -35,7 +37,15 @@ def step_time_ms(
     stages = config.pipeline_parallel_size - 1
     across = min(stages, config.nodes - 1)  # stages laid out node after node
     hops = (stages - across) * costs.pp_hop_ms + across * costs.pp_hop_network_ms
-    return fixed + compute + communication + hops + kv_read_ms(config, context_tokens)
+    kv_read = kv_read_ms(config, context_tokens)
+    return fixed + compute + communication + hops + _bitmask_ms(config, grammar_chars) + kv_read
+
+
+def _bitmask_ms(config: SimConfig, grammar_chars: tuple[int, ...]) -> float:
+    """The engine core fills each constrained sequence's token bitmask before the step."""
+    costs = config.costs
+    return sum(costs.grammar_mask_ms + chars / 1000 * costs.grammar_mask_ms_per_kchar
+               for chars in grammar_chars)  # fmt: skip
 
 
 def kv_read_ms(config: SimConfig, context_tokens: int) -> float:

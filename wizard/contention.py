@@ -1,0 +1,84 @@
+"""A round whose measuring client was contended: measured again, and what rests on it inconclusive.
+
+When other processes hold the cores (a vLLM busy-polling one of two, a hog), the client's loop
+wakes late and a whole stream can arrive in one read: its TTFT, TPOT, gaps and events per read
+describe the client, not the server. The measure probe says so (``client.timings_doubtful``):
+the client's self-check found it contended or its requests held back, and its loop woke late by
+half a gap of the stream or more (the engine's own mean gap, else the client's TPOT: a late wake-up
+shorter than that still reads events one by one). The walk then measures the round again, up to ``REMEASURES`` times; if the client stays contended, every rule and verdict
+that turns on that round's client timing is "inconclusive: the measuring client was contended",
+never "no cause", "improved" or "regressed". It is never a cause of the incident.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from wizard import conditions
+
+# Each repeat costs a round; two bound the walk's extra time to twice the contended rounds.
+REMEASURES = 2
+# What a measure round's facts hold that the client timed: its statistics, its reads, what is
+# computed from them. The server's own numbers (``server.*``) and the self-check stay trusted.
+CLIENT_TIMED = frozenset({"steady", "cold", "burst", "values", "budget_estimate"})
+
+
+def timings_doubtful(client: Mapping[str, Any], pace_ms: float | None) -> bool:
+    """Whether a round's client, by its own self-check, timed itself rather than the server."""
+    if client.get("saturated"):  # its own bottleneck: LAT050 lowers its concurrency instead
+        return False
+    if not (client.get("contended") or client.get("send_delayed")):
+        return False
+    lag = float(client.get("loop_lag_p90_ms") or 0.0)
+    return pace_ms is None or lag >= pace_ms / 2
+
+
+def contended(facts: Any) -> bool:
+    """True when a measure round's facts say its client's timings cannot be trusted."""
+    client = facts.get("client") if isinstance(facts, Mapping) else None
+    return isinstance(client, Mapping) and client.get("timings_doubtful") is True
+
+
+def doubtful_facts(facts: Mapping[str, Any]) -> Callable[[str], bool]:
+    """Which fact paths rest on a contended client's timing (``proxy.steady.ttft_p50``...)."""
+
+    def doubtful(path: str) -> bool:
+        parts = path.split(".")
+        return len(parts) > 1 and parts[1] in CLIENT_TIMED and contended(facts.get(parts[0]))
+
+    return doubtful
+
+
+def contended_rounds(facts: Mapping[str, Any], condition: Any) -> list[str]:
+    """The contended rounds a condition reads (for the event: which rounds to blame)."""
+    doubtful = doubtful_facts(facts)
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if key == "fact" and isinstance(value, str) and doubtful(value):
+                    found.add(value.split(".", 1)[0])
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(condition)
+    return sorted(found)
+
+
+def rule_unknown(condition: Any, facts: Mapping[str, Any], answers: Mapping[str, Any]) -> bool:
+    """True when a rule that did not fire might have, had its rounds' client been trusted."""
+    return conditions.evaluate_knowing(condition, facts, answers, doubtful_facts(facts)) is None
+
+
+def reason(facts: Mapping[str, Any], rounds: list[str]) -> str:
+    """The first contended round's own words about its client (the load probe's reason)."""
+    for round_as in rounds:
+        said = ((facts.get(round_as) or {}).get("client") or {}).get("reason")
+        if said:
+            return f"{round_as}: {said}"
+    return ""
