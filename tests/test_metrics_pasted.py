@@ -63,3 +63,26 @@ def test_a_generation_mark_beats_the_old_kv_name() -> None:
     assert parse((FIXTURES / "both-kv-names-0.10.txt").read_text()).generation == "v1"
     old = parse('vllm:gpu_cache_usage_perc{model_name="m"} 0.5\n')
     assert old.generation == "v0" and old.notes == []
+
+
+def itl_text(counts: dict[str, int], name: str = "vllm:inter_token_latency_seconds") -> str:
+    """An inter-token histogram as vLLM writes it (cumulative counts by bound)."""
+    lines = [f"# TYPE {name} histogram"]
+    lines += [f'{name}_bucket{{engine="0",le="{le}"}} {n}' for le, n in counts.items()]
+    total = counts["+Inf"]
+    lines += [f'{name}_count{{engine="0"}} {total}', f'{name}_sum{{engine="0"}} {total * 0.02}']
+    return "\n".join(lines) + "\n"
+
+
+def test_a_windows_median_gap_is_the_bucket_that_holds_it() -> None:
+    """Between two scrapes the engine's median gap moved from (10, 25] ms to (25, 50] ms: the
+    window's own counts say so, whatever the server's lifetime counts held before."""
+    from wizard.probes.metrics import MetricsSnapshot, delta
+
+    before = parse(itl_text({"0.01": 5, "0.025": 900, "0.05": 910, "0.075": 910, "+Inf": 910}))
+    after = parse(itl_text({"0.01": 5, "0.025": 950, "0.05": 1500, "0.075": 1510, "+Inf": 1510}))
+    median = delta(before, after)["server_itl_p50"]
+    assert (median.low_s, median.high_s, median.observations) == (0.025, 0.05, 600)
+    # Lifetime, the median is still the old bucket: only the window says what the round did.
+    lifetime = delta(MetricsSnapshot(), after)["server_itl_p50"]
+    assert (lifetime.low_s, lifetime.high_s) == (0.01, 0.025)

@@ -333,3 +333,31 @@ def _raw_http10(url: str) -> bytes:
         while data := sock.recv(65536):
             chunks.append(data)
     return b"".join(chunks).split(b"\r\n\r\n", 1)[0]
+
+
+@pytest.mark.real_vllm("healthy")
+def test_a_timestamp_first_defeats_the_real_prefix_cache(real_vllm: RealVllm) -> None:
+    """The playbook's two shape rounds on the real server: a chat body whose system prompt begins
+    with the current time, fresh in every request, finds none of its prompt in vLLM's prefix
+    cache; moved after the prompt, most of it (the server's own counters)."""
+    import asyncio
+
+    from wizard import playbook
+    from wizard.probes.measure_probe import probe as measure
+    from wizard.probes.runner import ProbeContext
+    from wizard.workload import Workload
+
+    rules = " ".join(f"Rule {i}: answer politely and cite the policy section." for i in range(60))
+    body = {"model": SERVED_NAME, "max_tokens": 8, "messages": [
+        {"role": "system", "content": f"Current time: 2026-12-05T00:41:07Z. {rules}"},
+        {"role": "user", "content": "My order has not arrived. What can I do?"}]}  # fmt: skip
+    ctx = ProbeContext(target=real_vllm.url, model=SERVED_NAME, max_model_len=MAX_MODEL_LEN,
+                       timeout_s=120, workload=Workload(endpoint="chat", body=body))  # fmt: skip
+    calls = {p.as_: p for n in playbook.load().nodes.values() for p in n.probes}
+    rates = {}
+    for name in ("shape_in_place", "shape_at_end"):
+        params = {**calls[name].params, "endpoint": "chat"}
+        facts = asyncio.run(measure(ctx, params))
+        assert facts["steady"]["succeeded"] == facts["steady"]["requests"]
+        rates[name] = facts["server"]["prefix_cache_hit_rate"]
+    assert rates["shape_in_place"] < 0.1 and rates["shape_at_end"] >= 0.5, rates

@@ -180,6 +180,14 @@ def test_simulated_hardware_is_not_logged_as_a_vllm_argument(sim_factory: SimFac
     assert "'gpu_memory_utilization': 0.73" in args_line and "'block_size': 16" in args_line
     for knob in ("gpu_memory_gib", "interconnect", "log_stats_interval_s"):
         assert knob not in args_line, args_line
+    # ... nor the hardware a scenario sets (memory bandwidth, the weights' size).
+    line = next(
+        line
+        for line in sim_factory("--scenario", "long-context-decode").log().splitlines()
+        if "non-default args:" in line
+    )
+    assert "'max_model_len': 16384" in line
+    assert "bandwidth" not in line and "weights" not in line, line
 
 
 def test_families_a_real_server_has(sim_factory: SimFactory) -> None:

@@ -107,9 +107,9 @@ def test_cli_unknown_scenario_is_a_usage_error() -> None:
     assert result.stderr.strip().splitlines() == [
         "latency-wizard sim: error: unknown scenario 'nope'; choose one of: healthy, kv-pressure, "
         "batch-budget-large, batch-budget-small, queue-saturation, no-chat-template, tp-over-pcie, "
-        "tp-across-nodes, enforce-eager, chunked-prefill-off, speculative-decoding, api-server-cpu, "
-        "structured-output, cold-start-heavy, auth-required, prefix-caching-off, "
-        "chunked-prefill-off-bad-budget"
+        "tp-across-nodes, enforce-eager, chunked-prefill-off, speculative-decoding, "
+        "long-context-decode, api-server-cpu, structured-output, cold-start-heavy, auth-required, "
+        "prefix-caching-off, chunked-prefill-off-bad-budget"
     ]
 
 

@@ -137,6 +137,32 @@ def test_step_time_model() -> None:
     assert step_time_ms(eager, 0, 8) > step_time_ms(base, 0, 8)
 
 
+def test_decode_steps_read_the_kv_cache_at_the_memory_bandwidth() -> None:
+    """The same batch decodes slower at a longer context, the more so the less bandwidth."""
+    h100 = SimConfig()
+    l4 = h100.replace(gpu_memory_bandwidth_gbps=300.0)
+    short, long = 4 * 100, 4 * 12_000  # four sequences' contexts
+    assert step_time_ms(h100, 0, 4, context_tokens=long) - step_time_ms(h100, 0, 4) < 2
+    kv_read = step_time_ms(l4, 0, 4, context_tokens=long) - step_time_ms(l4, 0, 4)
+    assert kv_read == pytest.approx(long * 131072 / 300e9 * 1000)  # 6.3 GB at 300 GB/s
+    assert step_time_ms(l4, 0, 4, context_tokens=short) < step_time_ms(l4, 0, 4) + 0.2
+    # Tensor parallelism splits the KV heads: each rank reads its share.
+    tp2 = l4.replace(tensor_parallel_size=2)
+    assert step_time_ms(tp2, 0, 4, context_tokens=long) - step_time_ms(tp2, 0, 4) == pytest.approx(
+        kv_read / 2
+    )
+
+
+def test_a_step_reads_each_scheduled_sequences_context() -> None:
+    scheduler = make(block_size=16)
+    for name in "ab":
+        scheduler.add(SimRequest(name, prompt_tokens=100, max_tokens=5))
+    first = scheduler.schedule()
+    assert first.context_tokens == 200  # two prompts' prefill: their own 100 tokens each
+    scheduler.complete(first)
+    assert scheduler.schedule().context_tokens == 2 * 101  # each decode reads its whole context
+
+
 def test_step_time_of_multi_node_layouts() -> None:
     """TP across nodes pays the network on every all-reduce; tp = GPUs per node, pp = nodes
     (the documented multi-node layout) keeps the all-reduce on NVLink and crosses once a step."""

@@ -298,3 +298,15 @@ def test_loadgen_line_of_an_older_transcript() -> None:
         line.plain
         == "  LoadGen SingleStream: ERROR (510 of 510 queries failed (recorded as LoadGen's VALID))"
     )
+
+
+def test_the_walk_probe_shapes_its_queries_with_the_rounds_settings_it_has() -> None:
+    """The walk's LoadGen probe builds its request from its own settings, which carry no
+    measure-only key (a missing `vary_part` failed every LoadGen of every walk)."""
+    from wizard.probes.measure_probe import request_spec
+    from wizard.probes.runner import ProbeContext
+
+    settings = {"endpoint": "completions", "input_tokens": 64, "max_tokens": 64,
+                "shared_prefix_tokens": 0}  # fmt: skip
+    request = request_spec(ProbeContext(target="http://127.0.0.1:9"), settings, "m")
+    assert request.distinct and request.varying is None and request.input_tokens == 64

@@ -85,3 +85,16 @@ def test_an_unset_utilization_resolves_by_the_kv_cache_kind() -> None:
         "lower",
     )
     assert extensible["after"] < 256 and "extensible" in extensible["basis"]
+
+
+def test_speculation_is_spelled_for_the_release() -> None:
+    """--speculative-config came in 0.8.0 (vLLM PR #14434); the separate flags left by 0.9."""
+    old, new = (0, 7, 3), (0, 34, 0)
+    assert vllm_versions.speculation_apply(old, 2) == (
+        "--num-speculative-tokens 2 (--speculative-model as now)"
+    )
+    assert "--speculative-config" in vllm_versions.speculation_apply(new, 2)
+    assert "--speculative-config" in vllm_versions.speculation_apply(None, 0)
+    assert vllm_versions.missing_flags(vllm_versions.speculation_apply(new, 2), old)
+    assert vllm_versions.missing_flags(vllm_versions.speculation_apply(old, 2), new)
+    assert not vllm_versions.missing_flags(vllm_versions.speculation_apply(old, 0), old)

@@ -181,3 +181,50 @@ def test_a_spec_without_a_body_keeps_its_fingerprint() -> None:
     assert spec.fingerprint() == hashlib.sha256(canonical.encode()).hexdigest()[:16]
     with_body = MeasurementSpec("m", "completions", 64, 64, 4, "http://h:1", request_body="ab12")
     assert with_body.fingerprint() != spec.fingerprint()
+
+
+def shaped_body(stamp_at_end: bool) -> dict[str, Any]:
+    """A support service's chat body: ~1,600 words of fixed system prompt and the current time,
+    written before them (as the service does) or after them."""
+    rules = " ".join(f"Rule {i}: answer politely, cite the policy section, promise no refunds "
+                     "beyond the documented limits." for i in range(1, 110))  # fmt: skip
+    stamp = "Current time: 2026-12-05T00:41:07Z."
+    system = f"{rules} {stamp}" if stamp_at_end else f"{stamp} {rules}"
+    return {"messages": [{"role": "system", "content": system},
+                         {"role": "user", "content": "My order has not arrived. What can I do?"}],
+            "max_tokens": 16, "temperature": 0.2}  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_timestamp_before_the_system_prompt_defeats_the_prefix_cache(
+    sim_factory: Any, tmp_path: Path
+) -> None:
+    """Prefix caching on; the body's timestamp, fresh in every request, first: nothing is
+    shared (LAT023, the change names the timestamp). The same body with it last: nothing found.
+    Two `run --auto` walks of ~17 s each on one simulator."""
+    sim: SimProcess = sim_factory()
+    found: dict[bool, Any] = {}
+    for at_end in (False, True):
+        file = tmp_path / f"body-{at_end}.json"
+        file.write_text(json.dumps(shaped_body(at_end)))
+        path = tmp_path / f"walk-{at_end}.ndjson"
+        result = subprocess.run(
+            wizard_command("run", "--target", sim.url, "--auto", "--request-body", str(file),
+                           "--transcript", str(path)),
+            capture_output=True, text=True, timeout=240,
+        )  # fmt: skip
+        log = events(path)
+        rounds = {e["data"]["as"]: e["data"]["facts"] for e in log
+                  if e["type"] == "probe_result" and e["data"]["as"].startswith("shape_")}  # fmt: skip
+        assert set(rounds) == {"shape_in_place", "shape_at_end"}, result.stdout[-2000:]
+        found[at_end] = (
+            [e["data"] for e in log if e["type"] == "finding" and e["data"]["code"] == "LAT023"],
+            {name: facts["server"]["prefix_cache_hit_rate"] for name, facts in rounds.items()},
+        )
+    (finding,), rates = found[False]
+    assert rates["shape_in_place"] < 0.1 and rates["shape_at_end"] >= 0.5, rates
+    assert finding["change"]["before"] == "timestamp at word 2 of 1647"
+    assert "'2026-12-05T00:41:07Z'" in finding["change"]["apply"]
+    absent, rates = found[True]
+    assert absent == [] and rates["shape_in_place"] >= 0.5, rates

@@ -577,24 +577,86 @@ def fewer_speculative_tokens(
     source = "loaded.server.spec_num_speculative_tokens"
     now = _fact(facts, source)
     per_pos = _fact(facts, "loaded.server.spec_acceptance_per_pos")
+    # The flags' spelling is the release's: separate flags before 0.8, the JSON from it on.
+    found = vllm_versions.server_release(facts)
+    release = found[0] if found else None
     if not isinstance(now, int) or not isinstance(per_pos, list) or len(per_pos) != now:
         return _unknown(template, "the acceptance of each draft position",
-                        '--speculative-config with "num_speculative_tokens": <the leading '
-                        "positions vllm:spec_decode_num_accepted_tokens_per_pos shows accepted "
-                        "at least half the time>")  # fmt: skip
+                        vllm_versions.speculation_apply(release, "<the leading positions "
+                        "vllm:spec_decode_num_accepted_tokens_per_pos shows accepted at least "
+                        "half the time>"))  # fmt: skip
     kept = next((index for index, rate in enumerate(per_pos) if rate < 0.5), now)
     shown = ", ".join(f"{rate:.0%}" for rate in per_pos)
-    apply = (
-        "start vLLM without --speculative-config"
-        if kept == 0
-        else f'--speculative-config with "num_speculative_tokens": {kept} (method and model as now)'
-    )
+    apply = vllm_versions.speculation_apply(release, kept)
     return {
         "layer": "vllm", "parameter": "num_speculative_tokens", "before": now,
         "before_from": source, "after": kept, "apply": apply,
         "basis": f"under load the draft positions were accepted {shown} of the time; "
                  + (f"the first {kept} at least half the time" if kept else
                     "none at least half the time"),
+    }  # fmt: skip
+
+
+# LAT024's TPOT target: the decode step at most this much above the short-context one (the KV
+# read a quarter of it), with room below the finding's own bar of 1.5 for the re-measure's noise.
+LONG_CONTEXT_STEP_TARGET = 1.25
+
+
+def context_the_bandwidth_serves(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT024: the longest context whose decode step stays near the short-context one.
+
+    The two rounds at the same streams give the step's cost per token of context (the KV read:
+    the median gap's rise over the context's rise, the context of a decoding request being its
+    prompt and half its output); the context at which that read adds a quarter to the short
+    step is the cap, in whole blocks of 256 tokens. A linear model of what was measured, no
+    hardware table.
+    """
+    mml = current(facts, "max_model_len")
+    short, long = (_fact(facts, f"{r}.steady.itl_p50") for r in ("direct", "long"))
+    demands = [round_demand(facts, r) for r in ("direct", "long")]
+    # A decoding request's context: its prompt and, on average, half its output.
+    contexts = [
+        _fact(facts, f"{r}.spec.input_tokens") + _fact(facts, f"{r}.spec.output_tokens") / 2
+        for r in ("direct", "long")
+    ] if None not in demands else []  # fmt: skip
+    if not isinstance(short, int | float) or not isinstance(long, int | float) or not contexts:
+        return _unknown(template, "the median gap at a short and a long context",
+                        "--max-model-len <the context whose decode step stays near the "
+                        "short-context one>")  # fmt: skip
+    per_token = (long - short) / (contexts[1] - contexts[0]) if contexts[1] > contexts[0] else 0
+    if per_token <= 0:
+        return _unknown(template, "a rise of the median gap with the context",
+                        "--max-model-len <the context whose decode step stays near the "
+                        "short-context one>")  # fmt: skip
+    cap = contexts[0] + (LONG_CONTEXT_STEP_TARGET - 1) * short / per_token
+    after = max(256, int(cap) // 256 * 256)
+    return _vllm("max_model_len", mml, after, (
+        f"the median gap rose from {short:.1f} ms at {contexts[0]:.0f} tokens of context to "
+        f"{long:.1f} ms at {contexts[1]:.0f} ({per_token * 1000:.2f} ms per 1,000 tokens, the KV "
+        f"read); at {after} tokens it stays within {LONG_CONTEXT_STEP_TARGET:g} times the short "
+        "step. Longer prompts are then refused: serve them on a GPU with more memory bandwidth"
+    ))  # fmt: skip
+
+
+def varying_part_to_end(
+    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
+) -> Proposal:
+    """LAT023: the body's per-request part, named, moved after the prompt's shared words."""
+    kind, text = _fact(facts, "shape.varying_kind"), _fact(facts, "shape.varying_text")
+    word, words = _fact(facts, "shape.varying_word"), _fact(facts, "shape.prompt_words")
+    if not isinstance(kind, str) or not isinstance(text, str) or not isinstance(word, int):
+        return _unknown(template, "the body's per-request part",
+                        "<the per-request value> moved to the end of the prompt")  # fmt: skip
+    return {
+        "layer": "client", "parameter": "prompt_layout",
+        "before": f"{kind} at word {word} of {words}", "before_from": "shape.varying_word",
+        "after": f"{kind} at the end of the prompt",
+        "apply": f"put the {kind} ('{text}' in the body) after the rest of the prompt, e.g. at the "
+                 "end of the last user message",
+        "basis": f"the {words - word if isinstance(words, int) else '?'} words after it differ "
+                 "from one request to the next only because it does",
     }  # fmt: skip
 
 
@@ -689,6 +751,8 @@ COMPUTERS: dict[str, Computer] = {
     "chunked_prefill_on": chunked_prefill_on, "graphs_on": graphs_on,
     "parallel_layout": parallel_layout, "fewer_speculative_tokens": fewer_speculative_tokens,
     "more_api_servers": more_api_servers, "smaller_constraint": smaller_constraint,
+    "context_the_bandwidth_serves": context_the_bandwidth_serves,
+    "varying_part_to_end": varying_part_to_end,
 }  # fmt: skip
 
 

@@ -523,6 +523,13 @@ async def _finding(session: Session, node: Node, finding: Finding) -> None:
               "restarted": decision.restarted, "measured": False}  # fmt: skip
     session.changes.append(change)
     session.record("change", node.id, change)
+    if (
+        decision.restarted
+        and decision.parameter == "max_model_len"
+        and str(decision.after).isdigit()
+    ):
+        # Later rounds fit their prompts to the server's context: the restarted server's now.
+        session.ctx.max_model_len = int(str(decision.after))
     await _remeasure(session, node, finding, decision.restarted)
 
 

@@ -20,7 +20,14 @@ RELEASE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
 FLAG_RELEASES: dict[str, tuple[Release | None, Release | None, str]] = {
     "--swap-space": (None, (0, 18, 0), "it left EngineArgs in v0.18.0 (vLLM PR #36216)"),
     "--disable-log-requests": (None, (0, 34, 0), "it is gone by 0.34 (--enable-log-requests)"),
+    "--speculative-config": ((0, 8, 0), None, "the JSON came with vLLM PR #14434 in v0.8.0"),
+    # Removed by vLLM PR #15466 (merged 2025-03-31, after 0.8.2): gone at the latest by 0.9.0.
+    "--speculative-model": (None, (0, 9, 0), "it left EngineArgs in vLLM PR #15466"),
+    "--num-speculative-tokens": (None, (0, 9, 0), "it left EngineArgs in vLLM PR #15466"),
 }
+# Releases before this one take speculative decoding as separate flags (--speculative-model,
+# --num-speculative-tokens, --ngram-prompt-lookup-max); from it on, as --speculative-config JSON.
+SPECULATIVE_CONFIG_FROM: Release = (0, 8, 0)
 # Since v0.21.0 vLLM estimates the CUDA graphs' memory while profiling, so the KV cache is sized
 # with the graphs accounted for; before, graphs were captured after the KV cache was sized.
 GRAPH_MEMORY_PROFILED_FROM: Release = (0, 21, 0)
@@ -73,3 +80,19 @@ def graph_memory_note(release: Release | None) -> str:
                 "so the KV cache shrinks a little and the start cannot run out of memory capturing")  # fmt: skip
     return (f"vLLM {_show(release)} captures the graphs after sizing the KV cache: at a high "
             "--gpu-memory-utilization watch the start for an out-of-memory while capturing")  # fmt: skip
+
+
+def speculation_apply(release: Release | None, kept: int | str) -> str:
+    """How to start vLLM ``release`` with ``kept`` speculative tokens (0: speculation off; a
+    text: what to read for the number).
+
+    Unknown release: today's spelling (``--speculative-config``), which ``propose`` then checks
+    against nothing; a known release before 0.8 gets the separate flags it takes.
+    """
+    if release is not None and release < SPECULATIVE_CONFIG_FROM:
+        if kept == 0:
+            return "start vLLM without --speculative-model and --num-speculative-tokens"
+        return f"--num-speculative-tokens {kept} (--speculative-model as now)"
+    if kept == 0:
+        return "start vLLM without --speculative-config"
+    return f'--speculative-config with "num_speculative_tokens": {kept} (method and model as now)'

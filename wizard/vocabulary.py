@@ -16,6 +16,7 @@ CAUSES = frozenset({
     "chunked_prefill_off", "cuda_graphs_off", "speculative_decoding_costly", "replica_slow",
     "balancer_unbalanced", "balancer_sticky", "replica_config_differs", "api_server_cpu_saturated",
     "structured_output_overhead",
+    "long_context_decode_bound", "prefix_cache_defeated_by_shape",
 })  # fmt: skip
 
 SEVERITIES = ("info", "warn", "fail")

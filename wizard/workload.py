@@ -214,15 +214,6 @@ def read_body(path: Path) -> dict[str, Any]:
 
 def prompt_words(body: dict[str, Any]) -> int:
     """The body's prompt in words (the spec's input length; the server counts its tokens)."""
-    if isinstance(body.get("prompt"), str):
-        return len(body["prompt"].split())
-    words = 0
-    for message in body.get("messages") or []:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, str):
-            words += len(content.split())
-        elif isinstance(content, list):
-            words += sum(
-                len(str(p.get("text", "")).split()) for p in content if isinstance(p, dict)
-            )
-    return words
+    from wizard.prompt_shape import texts
+
+    return sum(len(text.split()) for text in texts(body))

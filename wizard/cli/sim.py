@@ -45,6 +45,9 @@ VALUE_FLAGS: tuple[tuple[tuple[str, ...], str, type, str], ...] = (
     (("--sse-keep-alive-interval",), "sse_keep_alive_interval", float,
      "seconds between ': keep-alive' comments while a stream is idle (0 = off)"),
     (("--gpu-memory-gib",), "gpu_memory_gib", float, "simulated device memory (default 80)"),
+    (("--gpu-memory-bandwidth",), "gpu_memory_bandwidth_gbps", float,
+     "simulated device memory bandwidth in GB/s, which decode steps read the KV cache at "
+     "(default 3350, an H100 SXM)"),
     (("--nodes",), "nodes", int,
      "hosts the tp x pp GPUs are spread over, evenly (default 1; --host-evidence shows one)"),
     (("--kv-bytes-per-token",), "kv_bytes_per_token", int,
@@ -177,7 +180,8 @@ ENGINE_DESTS = (
 NOT_VLLM_ARGS = frozenset({"gpu_memory_gib", "nodes", "interconnect", "x_accel_buffering_no",
                            "metrics_generation", "log_stats_interval_s", "chat_template", "device",
                            "completions_api",
-                           "cpu_kvcache_space_gib", "kv_bytes_per_token"})  # fmt: skip
+                           "cpu_kvcache_space_gib", "kv_bytes_per_token",
+                           "gpu_memory_bandwidth_gbps", "weights_gib"})  # fmt: skip
 # vLLM's names for the simulator's destinations, where they differ.
 VLLM_ARG_NAMES = {"num_gpu_blocks": "num_gpu_blocks_override"}
 # The order in which vLLM 0.32 lists its non-default args (its parser's order).

@@ -14,6 +14,7 @@ its first word the round's own), which is what the prefix cache is for.
 from __future__ import annotations
 
 import asyncio
+import math
 import secrets
 import time
 from dataclasses import asdict
@@ -21,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from wizard.bucket_quantile import QuantileBounds
 from wizard.contention import timings_doubtful
 from wizard.errors import WizardError
 from wizard.measure import MeasurementSpec
@@ -35,7 +37,11 @@ WATCH_INTERVAL_S = 0.2
 DEFAULTS: dict[str, Any] = {
     "path": "direct", "endpoint": "completions", "input_tokens": 64, "max_tokens": 64,
     "concurrency": 4, "requests": 16, "warmup": 2, "stagger_ms": 0, "shared_prefix_tokens": 0,
+    "vary_part": "",
 }  # fmt: skip
+# ``vary_part`` of a replayed body: its per-request part fresh in every request, where it stands
+# or moved after the prompt (the prefix cache then sees the request's own shape).
+VARY_PARTS = {"in_place": False, "at_end": True}
 # The fewest words of its own a shared-prefix request keeps once its length is clamped.
 MIN_OWN_TOKENS = 64
 
@@ -155,17 +161,32 @@ def request_spec(ctx: Any, settings: dict[str, Any], model: str) -> RequestSpec:
         if replay and template is not None
         else max(0, min(int(settings["shared_prefix_tokens"]), input_tokens - MIN_OWN_TOKENS))
     )
+    varying = None
+    if replay and template is not None and settings.get("vary_part") in VARY_PARTS:
+        from wizard.prompt_shape import find_varying
+
+        varying = find_varying(template)
     return RequestSpec(
         model=model,
         endpoint=settings["endpoint"],
         input_tokens=input_tokens,
         max_tokens=max_tokens,
-        distinct=True,
+        distinct=varying is None,
+        varying=varying,
+        varying_at_end=VARY_PARTS.get(settings.get("vary_part", ""), False),
         shared_prefix_tokens=shared,
         round_tag=secrets.token_hex(4) if shared else "",
         template=template,
         replay_prompt=replay and template is not None,
     )
+
+
+def itl_median_facts(median: QuantileBounds | None) -> dict[str, float | None]:
+    """``itl_p50_low_ms`` < the round's median gap <= ``itl_p50_high_ms`` (None: above the last)."""
+    if median is None:
+        return {"itl_p50_low_ms": None, "itl_p50_high_ms": None}
+    high = None if math.isinf(median.high_s) else median.high_s * 1000
+    return {"itl_p50_low_ms": median.low_s * 1000, "itl_p50_high_ms": high}
 
 
 def body_hash(ctx: Any) -> str | None:
@@ -246,6 +267,9 @@ class _ServerWatch:
             # arrives in one read).
             "itl_mean_ms": itl * 1000 if (itl := change["server_itl_mean_s"]) is not None else None,
             "itl_note": change["itl_note"],
+            # The engine's own median gap between tokens, as the bucket that holds it: the round's
+            # plain decode step, with no client lag and no prefill stall in it.
+            **itl_median_facts(change["server_itl_p50"]),
             "kv_cache_tokens": after.kv_cache_tokens,
             "num_gpu_blocks": after.num_gpu_blocks,
             "block_size": after.block_size,

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from wizard.bucket_quantile import QuantileBounds, quantile_bounds
 from wizard.errors import WizardError
 from wizard.numbers import parse_float, parse_int
 from wizard.probes.bounded import BoundedRequestError, fetch
@@ -90,6 +91,9 @@ class MetricsSnapshot:
     # vLLM 0.34 on CUDA: an unset gpu_memory_utilization then resolves to 1.0, not 0.92.
     enable_extensible_kv_cache: bool | None = None
     itl_smallest_bucket_s: float | None = None
+    # The inter-token histogram's cumulative counts by bucket bound (its ``le`` text), of the
+    # first ITL series the server exposes: a round's median gap by the engine's own clock.
+    itl_buckets: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -103,6 +107,7 @@ class MetricsSnapshot:
         """JSON shape (contract keys of ``probe metrics --json`` first)."""
         data = asdict(self)
         del data["scraped_at"]  # a monotonic clock reading: only a window's length means anything
+        del data["itl_buckets"]  # a window's raw counts: only a delta of two means anything
         data["kv_cache_tokens"] = self.kv_cache_tokens
         if self.stats_disabled:
             data["note"] = (
@@ -175,6 +180,7 @@ def parse(text: str) -> MetricsSnapshot:
     engines: set[str] = set()
     labelled = False  # V1 labels every engine series with "engine"
     histograms: dict[str, dict[str, float]] = {}
+    itl_buckets: dict[str, dict[str, float]] = {}
     for family in families:
         for sample in family.samples:
             # NaN and infinities are valid exposition but no count: they would also make the
@@ -193,6 +199,8 @@ def parse(text: str) -> MetricsSnapshot:
             if family.type in ("histogram", "unknown") and sample.name.endswith(HISTOGRAM_PARTS):
                 base, _, part = sample.name.rpartition("_")
                 _add(histograms.setdefault(base, {}), part, value)
+            if sample.name in ITL_BUCKETS and "le" in sample.labels:
+                _add(itl_buckets.setdefault(sample.name, {}), sample.labels["le"], value)
             if sample.name in ITL_BUCKETS and sample.labels.get("le") not in (
                 None,
                 "+Inf",
@@ -245,6 +253,9 @@ def parse(text: str) -> MetricsSnapshot:
     snap.spec_decode_accepted_tokens_total = sums.get("vllm:spec_decode_num_accepted_tokens_total")
     snap.ttft_s = _mean(histograms.get("vllm:time_to_first_token_seconds"))
     snap.itl_s = next((_mean(histograms[n]) for n in ITL if n in histograms), {})
+    snap.itl_buckets = next(
+        (itl_buckets[f"{n}_bucket"] for n in ITL if f"{n}_bucket" in itl_buckets), {}
+    )
     snap.queue_s = _mean(histograms.get("vllm:request_queue_time_seconds"))
     snap.prefill_s = _mean(histograms.get("vllm:request_prefill_time_seconds"))
     snap.decode_s = _mean(histograms.get("vllm:request_decode_time_seconds"))
@@ -348,7 +359,22 @@ def delta(
         "server_prefill_mean_s": window_mean("prefill_s"),
         "server_decode_mean_s": window_mean("decode_s"),
         "itl_note": itl_bucket_note(itl_mean, after.itl_smallest_bucket_s),
+        "server_itl_p50": itl_median(before, after),
     }
+
+
+def itl_median(before: MetricsSnapshot, after: MetricsSnapshot) -> QuantileBounds | None:
+    """The bucket of the window's median inter-token gap (the engine's clock, not the client's).
+
+    The mean hides what a typical step costs behind a few long ones (a prefill chunk, a stall);
+    the median is the plain decode step. A histogram only proves the bucket, so it is a bucket.
+    """
+    counts: dict[float, float] = {}
+    for le, count in after.itl_buckets.items():
+        bound = math.inf if le == "+Inf" else parse_float(le)
+        if bound is not None:
+            counts[bound] = count - before.itl_buckets.get(le, 0.0)
+    return quantile_bounds(counts, 0.5)
 
 
 def spec_decode_delta(before: MetricsSnapshot, after: MetricsSnapshot) -> dict[str, Any]:

@@ -17,4 +17,5 @@ PROBES: dict[str, str] = {
     "nginx-config": "wizard.probes.nginx_config:probe",
     "host": "wizard.probes.host:probe",
     "vllm-log": "wizard.probes.vllm_log:probe",
+    "request-shape": "wizard.probes.request_shape:probe",
 }

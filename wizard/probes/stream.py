@@ -69,6 +69,11 @@ class RequestSpec:
     # ``replay_prompt`` its prompt too (else the round's own synthetic prompt replaces it).
     template: dict[str, Any] | None = field(default=None, compare=False)
     replay_prompt: bool = False
+    # The replayed prompt's per-request part (``prompt_shape.VaryingPart``): each request carries
+    # a fresh value of it, where it stands or (``varying_at_end``) after the whole prompt; no
+    # word of its own then, so the prefix cache sees the prompt's shape and nothing else.
+    varying: Any = field(default=None, compare=False)
+    varying_at_end: bool = False
 
     @property
     def output_limit(self) -> int | None:
@@ -116,6 +121,10 @@ class RequestSpec:
         word of its own when ``distinct``, or the round's synthetic prompt in its place."""
         body = copy.deepcopy(self.template or {})
         own = secrets.token_hex(4) + " " if self.distinct else ""
+        if self.varying is not None and self.replay_prompt:
+            from wizard.prompt_shape import with_fresh_part
+
+            body, own = with_fresh_part(body, self.varying, self.varying_at_end), ""
         if not self.replay_prompt:
             body.pop("max_completion_tokens", None)
             body["max_tokens"] = self.max_tokens

@@ -212,6 +212,9 @@ class SimConfig:
     disable_log_stats: bool = False
     log_stats_interval_s: float = 10.0
     gpu_memory_gib: float = 80.0
+    # Memory bandwidth of one GPU (H100 SXM's HBM3): every decode step reads the KV cache of
+    # every running sequence through it (``steptime.kv_read_ms``).
+    gpu_memory_bandwidth_gbps: float = 3350.0
     cpu_kvcache_space_gib: float = 4.0
     cpu_node_memory_gib: float = 7.71
     weights_gib: float = 15.0
@@ -457,5 +460,9 @@ def _check_positive(config: SimConfig) -> None:
         raise ConfigError(f"gpu_memory_utilization must be in (0, 1], got {util}.")
     if config.sse_keep_alive_interval < 0:
         raise ConfigError("sse_keep_alive_interval must be >= 0.")
+    if config.gpu_memory_bandwidth_gbps <= 0:
+        raise ConfigError(
+            f"gpu_memory_bandwidth_gbps must be > 0, got {config.gpu_memory_bandwidth_gbps}."
+        )
     if config.cpu_kvcache_space_gib <= 0:
         raise ConfigError(f"cpu_kvcache_space_gib must be > 0, got {config.cpu_kvcache_space_gib}.")

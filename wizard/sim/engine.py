@@ -246,8 +246,9 @@ class Engine:
     def _step_ms(self, plan: StepPlan) -> float:
         grammars = tuple(r.grammar_chars for r, _ in plan.scheduled if r.grammar_chars)
         ms = step_time_ms(
-            self.config, plan.prefill_tokens, plan.decode_seqs, plan.draft_tokens, grammars
-        )
+            self.config, plan.prefill_tokens, plan.decode_seqs, plan.draft_tokens, grammars,
+            plan.context_tokens,
+        )  # fmt: skip
         if self.steps_done < self.config.cold_start.slow_first_steps:
             ms += self.config.cold_start.slow_first_step_ms
         return ms

@@ -157,6 +157,25 @@ SCENARIOS: dict[str, Scenario] = {
             },
         ),
         Scenario(
+            "long-context-decode",
+            "An 8B model with FP8 weights (8 GiB) on an L4-class GPU (24 GiB, 300 GB/s of memory "
+            "bandwidth) serving prompts up to --max-model-len 16384.",
+            "Every decode step reads the KV cache of every running sequence (128 KiB a token): "
+            "at 4 streams of 12,000 tokens that is 6 GB a step, 21 ms at 300 GB/s, twice the "
+            "rest of the step. The long-prompt round's median gap (client and engine) is far "
+            "above the short baseline's at the same concurrency, with no queue and no "
+            "preemption. Nothing is misconfigured: it is the workload on this hardware. Fix: "
+            "cap --max-model-len at the context the bandwidth serves near the short TPOT (or an "
+            "FP8 KV cache, or the long requests on a GPU of more bandwidth).",
+            ("long_context_decode_bound",),
+            {
+                "gpu_memory_gib": 24.0,
+                "gpu_memory_bandwidth_gbps": 300.0,
+                "weights_gib": 8.0,
+                "max_model_len": 16384,
+            },
+        ),
+        Scenario(
             "api-server-cpu",
             "One API server process (vLLM's default) whose per-token work is slow: a tokenizer "
             "without its fast implementation on a shared vCPU, 2 ms of CPU to detokenize and "

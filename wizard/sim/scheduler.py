@@ -69,6 +69,9 @@ class StepPlan:
     # each verification's (drafted, accepted) for the server's spec-decode counters.
     drafts: dict[SimRequest, int] = field(default_factory=dict)
     verified: list[tuple[int, int]] = field(default_factory=list)
+    # KV-cache tokens the step's attention reads: each scheduled request's context up to the end
+    # of its new tokens (what decode steps at a long context spend their time on).
+    context_tokens: int = 0
 
     @property
     def empty(self) -> bool:
@@ -230,6 +233,7 @@ class Scheduler:
 
     def _add_to_plan(self, plan: StepPlan, request: SimRequest, new_tokens: int) -> None:
         plan.scheduled.append((request, new_tokens))
+        plan.context_tokens += request.num_computed + new_tokens
         if self._is_decode(request):
             plan.decode_seqs += 1
             if new_tokens > 1:
