@@ -213,9 +213,14 @@ COMPLETION = {"model": SERVED_NAME, "prompt": "hello world", "max_tokens": 8, "i
     ids=["completion", "completion-usage", "chat", "chat-usage", "chat-continuous-usage"],
 )  # fmt: skip
 def test_sse_shapes(real_vllm: RealVllm, sim: SimProcess, path: str, body: dict[str, Any]) -> None:
-    (real_head, real_parts), (sim_head, sim_parts) = (
-        sse_request(url, path, body) for url in (real_vllm.url, sim.url)
-    )
+    sim_head, sim_parts = sse_request(sim.url, path, body)
+    # vLLM merges the deltas of a stream its API server fell behind on (its output collector):
+    # on a busy machine all 8 tokens can come in the last event, with no event between. That is
+    # timing, not shape: ask again (a run of the real tier at load 8 saw it once, in the chat case).
+    for _ in range(3):
+        real_head, real_parts = sse_request(real_vllm.url, path, body)
+        if shapes(real_parts)["middle"]:
+            break
     assert header_names(real_head) == header_names(sim_head)
     assert shapes(real_parts) == shapes(sim_parts)
     if path.endswith("chat/completions"):  # the role chunk is an HTTP chunk of its own
