@@ -280,8 +280,15 @@ def test_the_shipped_examples_lead_with_a_cause(example: Path) -> None:
     lines = export(example, "text").splitlines()
     assert len(lines) <= 15 and lines[1].startswith("Root cause: LAT0")
     assert any(line.startswith("The one change: `") for line in lines)
-    if example.name.startswith("2-"):  # recorded before the typical read was kept: the largest
-        assert "events per read up to 14 -> 1" in lines[4]
+    effect = next((line for line in lines if line.startswith("Proven effect: ")), "")
+    if example.name.startswith("3-"):  # the server never started: nothing could prove the change
+        assert not effect and "proposed, not applied" in lines[3]
+    else:  # the cause's own evidence first, then latency
+        assert " cause gone in " in effect
+    if example.name.startswith("2-"):
+        assert "events per read 11 -> 1 (typical)" in effect and "TTFT p50 133 -> 23.5 ms" in effect
+    if example.name.startswith("1-"):
+        assert "preemptions 10 -> 0, KV peak 100 % -> 21 %" in effect
     md = export(example, "md")
     assert "None" not in md and not RAW_FLOAT.search(md.split("## Findings")[0])
 
