@@ -22,7 +22,8 @@ from benchmarks._common import server_under_load
 from wizard import transcript
 
 
-def one_walk(url: str, workdir: Path, number: int, log: str | None) -> set[str]:
+def one_walk(url: str, workdir: Path, number: int, log: str | None) -> tuple[set[str], list[str]]:
+    """The causes a walk found, and the rules it could not judge (its client was contended)."""
     answers = workdir / "answers.yaml"
     answers.write_text(json.dumps({"run_loadgen": False}))
     path = workdir / f"walk-{number}.ndjson"
@@ -32,7 +33,9 @@ def one_walk(url: str, workdir: Path, number: int, log: str | None) -> set[str]:
         command += ["--vllm-log", log]
     subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
     events = transcript.load(path).events
-    return {e["data"]["cause"] for e in events if e["type"] == "finding"}
+    return {e["data"]["cause"] for e in events if e["type"] == "finding"}, sorted(
+        {e["data"]["code"] for e in events if e["type"] == "inconclusive"}
+    )
 
 
 def main() -> None:
@@ -45,9 +48,10 @@ def main() -> None:
     clean = 0
     with server_under_load(args.target, args.hog) as url, tempfile.TemporaryDirectory() as tmp:
         for number in range(args.walks):
-            found = one_walk(url, Path(tmp), number, args.vllm_log)
+            found, unjudged = one_walk(url, Path(tmp), number, args.vllm_log)
             clean += not found
-            print(f"walk {number + 1}: {sorted(found) or 'no cause'}", flush=True)
+            said = f"; inconclusive: {', '.join(unjudged)}" if unjudged else ""
+            print(f"walk {number + 1}: {sorted(found) or 'no cause'}{said}", flush=True)
     print(f"\n{clean} of {args.walks} walks found no cause "
           f"({'with' if args.hog else 'without'} a busy core)")  # fmt: skip
 
