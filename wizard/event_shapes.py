@@ -169,7 +169,7 @@ SHAPES: dict[str, Any] = {
         "spec": {"access_path": ANY, "endpoint?": str},
         "repeat_of?": ANY,
     },
-    "end": {"findings": [str], "changes": ANY, "outcome?": ANY, "causes_remaining?": ANY},
+    "end": {"findings": [str], "changes": ANY, "outcome?": ANY, "causes_remaining?": Opt([str])},
 }
 
 
