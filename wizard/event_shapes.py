@@ -53,8 +53,8 @@ ROUND_STATS = Opt({**{f"{segment}_{q}": OPT_NUMBER for segment in ("ttft", "tpot
                       for q in ("p50", "p99")},
                    "succeeded": int, "requests": int})  # fmt: skip
 MEASURE_FACTS = {
-    "path?": Opt(str),
-    "url?": Opt(str),
+    "path": Opt(str),
+    "url": Opt(str),
     "steady?": ROUND_STATS,
     "cold?": ROUND_STATS,
     "server?": Opt(
@@ -63,13 +63,15 @@ MEASURE_FACTS = {
             "kv_usage_max?": OPT_NUMBER,
             "waiting_max?": OPT_NUMBER,
             "preemptions?": OPT_NUMBER,
+            "running_max?": OPT_NUMBER,
             "ttft_outside_engine_ms?": OPT_NUMBER,
         }
     ),
-    "burst?": Opt({"max_events_per_read?": OPT_NUMBER, "p50_events_per_read?": OPT_NUMBER}),
+    "burst?": Opt({"max_events_per_read?": NUMBER, "p50_events_per_read?": OPT_NUMBER}),
     "client?": Opt({"reason?": ANY}),
 }
-LOADGEN_FACTS = {"reasons?": Opt([str]), "client?": Opt(dict), "loadgen?": Opt(dict),
+LOADGEN_FACTS = {"reasons?": Opt([str]), "client?": Opt(dict),
+                 "loadgen?": Opt({"early_stopping_p90_ms?": OPT_NUMBER}),
                  "queries?": ANY, "succeeded?": ANY}  # fmt: skip
 # The facts of the probes whose results are drawn field by field; others are listed as they are.
 PROBE_FACTS = {
@@ -87,10 +89,17 @@ PROBE_FACTS = {
         for key, shape in ((f"{flag}_detail?", Opt(str)), (f"{flag}_detail_texts?", Opt(dict)))
     },
     "validate": LOADGEN_FACTS,
-    "host": {"source": ANY, "interconnect": ANY, "gpu_names?": Opt([ANY]), "notes?": Opt([ANY])},
+    "host": {
+        "source": ANY,
+        "interconnect": ANY,
+        "gpu_names?": Opt([str]),
+        "notes?": Opt([ANY]),
+        # The evidence file each fact came from, listed by name in the summary.
+        "sources?": Opt(Each(str)),
+    },
     "vllm-log": {
-        "file?": ANY,
-        "errors?": Opt([{"kind": ANY, "line": ANY}]),
+        "file?": str,
+        "errors?": [{"kind": ANY, "line": ANY}],
         "note_texts?": Opt(dict),
     },
     "nginx-config": {
@@ -122,7 +131,7 @@ SHAPES: dict[str, Any] = {
         "title": TEXT,
         "evidence": str,
         "advice": TEXT,
-        "change": Opt({"apply?": ANY}),
+        "change": Opt({"apply": ANY}),
         "docs": [str],
     },
     # The finding a change answers: the summary pairs each change with its finding by code.
@@ -133,7 +142,7 @@ SHAPES: dict[str, Any] = {
         "after": ANY,
         "segments": [
             {
-                "segment": ANY,
+                "segment": str,
                 "before_p50": OPT_NUMBER,
                 "after_p50": OPT_NUMBER,
                 "change_ms": OPT_NUMBER,
@@ -141,6 +150,7 @@ SHAPES: dict[str, Any] = {
                 "ci_high_ms": OPT_NUMBER,
                 "verdict": str,
                 "noise_band?": OPT_NUMBER,
+                "relative_change?": OPT_NUMBER,
             }
         ],
     },
@@ -156,10 +166,10 @@ SHAPES: dict[str, Any] = {
         "steady": ROUND_STATS,
         "cold": ROUND_STATS,
         "fingerprint": ANY,
-        "spec": {"access_path": ANY},
+        "spec": {"access_path": ANY, "endpoint?": str},
         "repeat_of?": ANY,
     },
-    "end": {"findings": [str], "changes": ANY, "outcome?": ANY, "causes_remaining?": ANY},
+    "end": {"findings": [str], "changes": ANY, "outcome?": ANY, "causes_remaining?": Opt([str])},
 }
 
 

@@ -324,11 +324,13 @@ def _host_line(facts: dict[str, Any], lang: str) -> str:
 def _log_line(facts: dict[str, Any], lang: str) -> str:
     if not facts.get("available"):
         return say("log.none", lang)
+    # Optional in the shape: a probe that found no log records none.
+    file = facts.get("file") or say("unknown", lang)
     if facts.get("note"):
         return say(
             "log.note",
             lang,
-            file=facts["file"],
+            file=file,
             note=pick(facts.get("note_texts") or facts["note"], lang),
         )
     errors = ", ".join(say("log.error_at", lang, kind=e["kind"], line=e["line"])
@@ -338,7 +340,7 @@ def _log_line(facts: dict[str, Any], lang: str) -> str:
         if facts.get("replica")
         else ""
     )
-    line = say("log.line", lang, file=facts["file"] + where, engine=_known(facts.get("engine"), lang),
+    line = say("log.line", lang, file=file + where, engine=_known(facts.get("engine"), lang),
                tp=_known(facts.get("tensor_parallel_size"), lang),
                pp=_known(facts.get("pipeline_parallel_size"), lang),
                max_model_len=_known(facts.get("max_model_len"), lang),
@@ -372,9 +374,10 @@ def measurement_table(facts: dict[str, Any], title: str, lang: str = "en") -> Ta
     server = facts.get("server") or {}
     notes = []
     if server.get("available"):
-        kv_peak = server["kv_usage_max"]
-        notes.append(say("table.server", lang, waiting=_count(server["waiting_max"]),
-                         preemptions=_count(server["preemptions"]),
+        # Absent from rounds recorded before the server's peaks were (all optional in the shape).
+        kv_peak = server.get("kv_usage_max")
+        notes.append(say("table.server", lang, waiting=_count(server.get("waiting_max")),
+                         preemptions=_count(server.get("preemptions")),
                          kv="?" if kv_peak is None else f"{kv_peak:.1%}"))  # fmt: skip
         if (outside := outside_engine(server.get("ttft_outside_engine_ms"))) is not None:
             notes.append(say("table.outside", lang, ms=_ms(outside)))
@@ -435,7 +438,7 @@ def _comparison(data: dict[str, Any], lang: str = "en") -> Table:
     for row in data["segments"]:
         ci = (
             "-"
-            if row["ci_low_ms"] is None
+            if row["ci_low_ms"] is None or row["ci_high_ms"] is None
             else f"[{row['ci_low_ms']:.1f}, {row['ci_high_ms']:.1f}]"
         )
         verdict = verdict_word(row["verdict"], lang)
