@@ -161,7 +161,8 @@ def test_replay_and_export_of_a_forged_transcript_say_what_they_cannot_show(
         ({"type": "node_enter", "data": {"title": "t", "stage": "s", "explain": "e"}},
          "data.covers is missing"),
         ({"type": "probe_result", "data": {"probe": "measure", "as": "direct", "error": None,
-                                           "facts": {"steady": {"ttft_p50": "fast"}}}},
+                                           "facts": {"path": "direct", "url": "u",
+                                                     "steady": {"ttft_p50": "fast"}}}},
          "data.facts.steady.ttft_p50 is a str"),
         # Found by the long fuzz run: KeyError 'severity.' in the summary's words.
         ({"type": "finding", "data": {"code": "LAT001", "cause": "proxy_buffering", "severity": "",
