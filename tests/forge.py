@@ -6,8 +6,10 @@ can rebuild it. These are written independently of the code under test, from the
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,3 +39,57 @@ def read_records(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A transcript's header and events as written (not verified)."""
     header, *events = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines())
     return header, events
+
+
+# What another version or a hand edit leaves where a value was expected, for the exhaustive sweep.
+DROP = "drop"
+WRONG_VALUES: tuple[Any, ...] = (None, "x", [], {}, 0, -1, [None], {"en": None}, True)
+
+
+def key_paths(
+    value: Any, depth: int = 4, prefix: tuple[Any, ...] = ()
+) -> Iterator[tuple[Any, ...]]:
+    """Every path into ``value`` (keys of mappings, the first item of lists) down to ``depth``."""
+    if isinstance(value, dict):
+        items: list[tuple[Any, Any]] = list(value.items())
+    elif isinstance(value, list) and value:
+        items = [(0, value[0])]
+    else:
+        return
+    for key, inner in items:
+        yield (*prefix, key)
+        if len(prefix) + 1 < depth:
+            yield from key_paths(inner, depth, (*prefix, key))
+
+
+def single_edits(
+    events: list[dict[str, Any]], values: tuple[Any, ...]
+) -> Iterator[tuple[str, int, tuple[Any, ...], Any]]:
+    """One edit per (event type, probe, key path) of ``events``, for each value (or DROP):
+    (what it is, the event's index, the path into its data, the value)."""
+    seen: set[tuple[str, tuple[Any, ...]]] = set()
+    for index, event in enumerate(events):
+        kind = event["type"]
+        if kind == "probe_result":
+            kind += f"/{event['data'].get('probe')}"
+        for path in key_paths(event["data"]):
+            shape = (kind, tuple(0 if isinstance(step, int) else step for step in path))
+            if shape in seen:
+                continue
+            seen.add(shape)
+            for value in values:
+                yield kind, index, path, value
+
+
+def edit(events: list[dict[str, Any]], index: int, path: tuple[Any, ...], value: Any) -> bool:
+    """Apply one single edit in place; False when it cannot apply (a list item dropped)."""
+    parent: Any = events[index]["data"]
+    for step in path[:-1]:
+        parent = parent[step]
+    if isinstance(value, str) and value == DROP:
+        if not isinstance(parent, dict):
+            return False
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = copy.deepcopy(value)
+    return True

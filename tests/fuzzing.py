@@ -118,3 +118,34 @@ def rendered(renderable: Any) -> str:
     screen = SafeConsole(file=io.StringIO(), width=100, highlight=False)
     screen.print(renderable)
     return screen.file.getvalue()  # type: ignore[attr-defined]
+
+
+def replay_and_export(
+    header: dict[str, Any], events: list[dict[str, Any]], only: int | None = None, html: bool = True
+) -> None:
+    """Replay every event (or only the one at index ``only``) and export the summary in every
+    format (HTML's charts cost most: ``html``) and language, as the CLI does for a transcript
+    that verifies (re-chained here): anything raised is a defect."""
+    import json
+    import tempfile
+
+    from tests.forge import write_rechained
+    from wizard import report, transcript
+    from wizard.render_events import render_event
+    from wizard.report_html import html_page
+    from wizard.report_md import markdown
+    from wizard.report_text import text
+
+    with tempfile.TemporaryDirectory() as tmp:
+        loaded = transcript.load(write_rechained(Path(tmp) / "t.ndjson", header, events))
+    for event in loaded.events if only is None else [loaded.events[only]]:
+        renderable = render_event(event, "en", replay=True)
+        if renderable is not None:
+            rendered(renderable)
+    for lang in ("en", "zh"):
+        model = report.build(loaded, lang)
+        json.dumps(model, ensure_ascii=False)
+        markdown(model)
+        if html:
+            html_page(model)
+        text(model)

@@ -93,7 +93,8 @@ PROBE_FACTS = {
         "source": ANY,
         "interconnect": ANY,
         "gpu_names?": Opt([str]),
-        "notes?": Opt([ANY]),
+        "notes?": Opt([TEXT]),
+        "notes_texts?": Opt([TEXT]),
         # The evidence file each fact came from, listed by name in the summary.
         "sources?": Opt(Each(str)),
     },
