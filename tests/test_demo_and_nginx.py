@@ -141,7 +141,7 @@ def test_demo_without_nginx_says_so_and_unknown_scenario_fails_fast(tmp_path: Pa
 @pytest.mark.parametrize(
     ("flag", "message"),
     [("max_num_seqs", "expected NAME=VALUE"), ("max_num_seqs=", "expected NAME=VALUE"),
-     ("tensor_parallel_size=2", "the demo can set gpu_memory_utilization")],
+     ("tensor_parallel_size=2", "the demo can set api_server_count, gpu_memory_utilization")],
 )  # fmt: skip
 def test_demo_refuses_an_engine_flag_it_cannot_set(flag: str, message: str) -> None:
     result = subprocess.run(wizard_command("demo", "--engine-flag", flag), capture_output=True,

@@ -14,7 +14,6 @@ its first word the round's own), which is what the prefix cache is for.
 from __future__ import annotations
 
 import asyncio
-import math
 import secrets
 import time
 from dataclasses import asdict
@@ -22,7 +21,6 @@ from typing import Any
 
 import httpx
 
-from wizard.bucket_quantile import QuantileBounds
 from wizard.contention import timings_doubtful
 from wizard.errors import WizardError
 from wizard.measure import MeasurementSpec
@@ -181,12 +179,11 @@ def request_spec(ctx: Any, settings: dict[str, Any], model: str) -> RequestSpec:
     )
 
 
-def itl_median_facts(median: QuantileBounds | None) -> dict[str, float | None]:
+def itl_median_facts(window: dict[str, Any]) -> dict[str, float | None]:
     """``itl_p50_low_ms`` < the round's median gap <= ``itl_p50_high_ms`` (None: above the last)."""
-    if median is None:
-        return {"itl_p50_low_ms": None, "itl_p50_high_ms": None}
-    high = None if math.isinf(median.high_s) else median.high_s * 1000
-    return {"itl_p50_low_ms": median.low_s * 1000, "itl_p50_high_ms": high}
+    low, high = window["server_itl_p50_low_s"], window["server_itl_p50_high_s"]
+    return {"itl_p50_low_ms": None if low is None else low * 1000,
+            "itl_p50_high_ms": None if low is None or high is None else high * 1000}  # fmt: skip
 
 
 def body_hash(ctx: Any) -> str | None:
@@ -269,7 +266,7 @@ class _ServerWatch:
             "itl_note": change["itl_note"],
             # The engine's own median gap between tokens, as the bucket that holds it: the round's
             # plain decode step, with no client lag and no prefill stall in it.
-            **itl_median_facts(change["server_itl_p50"]),
+            **itl_median_facts(change),
             "kv_cache_tokens": after.kv_cache_tokens,
             "num_gpu_blocks": after.num_gpu_blocks,
             "block_size": after.block_size,

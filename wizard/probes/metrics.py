@@ -339,6 +339,7 @@ def delta(
     )
     rate = _finite(counters[0] / window_s) if counters[0] is not None and window_s else None
     itl_mean = window_mean("itl_s")
+    median = itl_median(before, after)
     return {
         "restarted": any(c is not None and c < 0 for c in counters),
         "window_s": window_s,
@@ -359,7 +360,13 @@ def delta(
         "server_prefill_mean_s": window_mean("prefill_s"),
         "server_decode_mean_s": window_mean("decode_s"),
         "itl_note": itl_bucket_note(itl_mean, after.itl_smallest_bucket_s),
-        "server_itl_p50": itl_median(before, after),
+        # The bucket that holds the window's median gap, as data (``probe metrics --json``):
+        # low < median <= high, high None above the last bucket.
+        "server_itl_p50_low_s": median.low_s if median else None,
+        "server_itl_p50_high_s": None
+        if median is None or math.isinf(median.high_s)
+        else median.high_s,
+        "server_itl_p50_observations": median.observations if median else None,
     }
 
 
