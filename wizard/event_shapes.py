@@ -155,11 +155,11 @@ SHAPES: dict[str, Any] = {
             }
         ],
     },
-    "verdict": {"code": ANY, "verdict": ANY, "round": ANY, "evidence": ANY},
+    "verdict": {"code": str, "verdict": str, "round": ANY, "evidence": ANY},
     "inconclusive": {"code": str, "rounds": [str], "reason": str},
     "resume": {"at": ANY, "server?": Opt(dict)},
-    "config_check": {"verdict": ANY, "text": ANY, "texts?": Opt(dict)},
-    "noise": {"bands": Each(NUMBER), "rounds": [ANY]},
+    "config_check": {"verdict": str, "text": ANY, "texts?": Opt(dict)},
+    "noise": {"bands": Each(NUMBER), "rounds": [str]},
     "note": {"text": str},
     "measurement": {
         "as": str,
