@@ -19,6 +19,7 @@ from wizard.words import (
     joined,
     outside_engine,
     paren,
+    percent,
     say,
     segment_name,
     value_word,
@@ -205,8 +206,22 @@ def _probe(data: dict[str, Any], lang: str) -> RenderableType:
         return Text(
             say("walk.fleet_failed", lang, error=error) if error else say("walk.fleet_off", lang)
         )
+    if name == "request-shape":
+        return Text(_shape_line(facts, lang))
     shown = {k: v for k, v in facts.items() if not isinstance(v, dict | list)}
     return Text(f"  {name} ({label}): " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+
+
+def _shape_line(facts: dict[str, Any], lang: str) -> str:
+    """The incident body's per-request part (a timestamp, an id) and how much prompt follows it."""
+    if not facts.get("body"):
+        return say("walk.shape_no_body", lang)
+    if not facts.get("varying_kind"):
+        return say("walk.shape_fixed", lang)
+    share = facts.get("varying_share_after")
+    return say("walk.shape_varies", lang, kind=value_word("varying_kind", facts["varying_kind"], lang),
+               text=facts.get("varying_text"), word=facts.get("varying_word"),
+               share=percent(share) if isinstance(share, int | float) else say("unknown", lang))  # fmt: skip
 
 
 def loadgen_outcome(facts: dict[str, Any], lang: str = "en") -> dict[str, Any]:
