@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from wizard.vocabulary import SEVERITIES
+from wizard.vocabulary import OUTCOMES, SEVERITIES
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,12 @@ SHAPES: dict[str, Any] = {
         "spec": {"access_path": ANY, "endpoint?": str},
         "repeat_of?": ANY,
     },
-    "end": {"findings": [str], "changes": ANY, "outcome?": ANY, "causes_remaining?": Opt([str])},
+    "end": {
+        "findings": [str],
+        "changes": ANY,
+        "outcome?": Opt(OneOf(OUTCOMES)),
+        "causes_remaining?": Opt([str]),
+    },
 }
 
 

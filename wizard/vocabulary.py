@@ -20,6 +20,8 @@ CAUSES = frozenset({
 })  # fmt: skip
 
 SEVERITIES = ("info", "warn", "fail")
+# How a walk ended (the end event, `run`'s exit code and JSON).
+OUTCOMES = ("no_cause", "cause_remains", "nothing_measured")
 # "client" is the service's own client (endpoint, base URL, key); "measurement" the wizard's
 # measuring client, which the wizard changes itself (LAT050).
 LAYERS = ("vllm", "nginx", "host", "client", "measurement")
