@@ -180,6 +180,20 @@ def test_an_event_that_does_not_fit_is_one_line(event: dict[str, Any], note: str
     assert shown.strip() == f"event 9 ({event['type']}) not shown: {note}"
 
 
+def test_a_header_that_does_not_fit_is_refused_in_one_line(tmp_path: Path) -> None:
+    # The long fuzz run (seed 12001): a header whose workload was -1 ended export in
+    # AttributeError ('int' object has no attribute 'get'); the header is checked on load.
+    header, events = copy.deepcopy(SEEDS[0])
+    from tests.conftest import wizard_command
+
+    header["workload"] = -1
+    path = write_rechained(tmp_path / "edited.ndjson", header, events)
+    result = subprocess.run(wizard_command("export", str(path), "--format", "md"),
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode != 0 and result.stdout == ""
+    assert result.stderr.strip().endswith(f"{path}:1: header.workload is a int")
+
+
 def test_a_finding_of_no_known_severity_is_left_out_of_the_summary(tmp_path: Path) -> None:
     # The long fuzz run (seed 3012): an edited finding's severity "" ended export in KeyError.
     from wizard import report, transcript

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from wizard.vocabulary import OUTCOMES, SEVERITIES
+from wizard.vocabulary import LANGUAGES, OUTCOMES, SEVERITIES
 
 
 @dataclass(frozen=True)
@@ -177,6 +177,19 @@ SHAPES: dict[str, Any] = {
         "causes_remaining?": Opt([str]),
     },
 }
+
+
+# What replay and the summary read of the header (optional: older transcripts lack some).
+HEADER = {
+    "target?": Opt(str), "proxy?": Opt(str), "lang?": Opt(OneOf(LANGUAGES)),
+    "playbook_id?": Opt(str), "started_at?": Opt(str), "workload?": Opt(dict),
+    "vllm_log?": Opt(str), "host_evidence?": Opt(str), "nginx_conf?": Opt(str),
+}  # fmt: skip
+
+
+def header_problem(header: dict[str, Any]) -> str | None:
+    """What in a transcript's header does not fit what is read of it (one line), or None."""
+    return _mismatch(header, HEADER, "header")
 
 
 def problem(event: dict[str, Any]) -> str | None:

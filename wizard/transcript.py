@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wizard import __version__, safejson
+from wizard import __version__, event_shapes, safejson
 from wizard.auth import MASK, USERINFO, secret_pattern
 from wizard.errors import WizardError
 
@@ -230,6 +230,8 @@ def load(path: Path | str, salvage: bool = False) -> Transcript:
         raise TranscriptError(
             f"{path}:1: schema_version {header['schema_version']} is newer than this tool"
         )
+    if (why := event_shapes.header_problem(header)) is not None:
+        raise TranscriptError(f"{path}:1: {why}")
     events: list[dict[str, Any]] = []
     previous, kept_bytes, damage = first, len(pieces[0]) + 1, None
     for number, piece in enumerate(pieces[1:], start=2):
