@@ -205,13 +205,18 @@ def test_demo_interrupted_cleans_up_and_keeps_the_transcript(tmp_path: Path) -> 
     process = subprocess.Popen(wizard_command("demo", "--auto", "--transcript", str(path)),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "TMPDIR": str(temporary)})  # fmt: skip
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (
-        path.exists() and len(path.read_bytes().splitlines()) >= 5
-    ):
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (
+            path.exists() and len(path.read_bytes().splitlines()) >= 5
+        ):
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:  # a demo still running must not outlive the test (it surfaced as another's error)
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
     assert process.returncode == 130, err
     assert "start it again with: latency-wizard demo" in out and "Traceback" not in err
     assert transcript.load(path).events  # a valid prefix

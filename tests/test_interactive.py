@@ -156,8 +156,11 @@ def test_a_server_fixed_after_a_failed_start_is_measured(tmp_path: Path) -> None
         time.sleep(1.0)
         child.send("n")
         child.expect("measuring direct: 4 streams")  # a status line while the round runs
-        # Past the baseline (which found LAT014): the walk measured the fixed server.
-        child.expect("PASS entry: no cause found")
+        # Past the baseline (which found LAT014): the walk measured the fixed server. On a busy
+        # machine its client may be contended: then the stage says which rule it could not judge
+        # instead of PASS (the CI rehearsal at load 9 waited 120 s for a PASS that was, rightly,
+        # not printed).
+        child.expect(["PASS entry: no cause found", r"LAT\d+ inconclusive: the measuring client"])
         child.sendintr()
         child.expect(pexpect.EOF)
         child.close()

@@ -104,14 +104,19 @@ def test_ctrl_c_keeps_the_transcript_and_says_how_to_resume(
         wizard_command("run", "--target", healthy_sim.url, "--auto", "--transcript", str(path)),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (
-        path.exists() and len(path.read_bytes().splitlines()) >= 6
-    ):
-        time.sleep(0.01)
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
-    assert process.returncode == 130
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+            path.exists() and len(path.read_bytes().splitlines()) >= 6
+        ):
+            time.sleep(0.01)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, (out[-2000:], err[-2000:])
     assert f"latency-wizard resume {path}" in out
     assert "Traceback" not in err
     assert not transcript.load(path).complete
