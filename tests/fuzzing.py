@@ -140,7 +140,7 @@ def replay_and_export(
         try:
             loaded = transcript.load(write_rechained(Path(tmp) / "t.ndjson", header, events))
         except transcript.TranscriptError as exc:  # a header that does not fit: one line, refused
-            assert one_line(str(exc)) and ":1: header" in str(exc), str(exc)
+            assert one_line(str(exc)) and "t.ndjson:1: " in str(exc), str(exc)
             return
     for event in loaded.events if only is None else [loaded.events[only]]:
         renderable = render_event(event, "en", replay=True)
