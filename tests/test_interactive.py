@@ -144,11 +144,13 @@ def test_a_server_fixed_after_a_failed_start_is_measured(tmp_path: Path) -> None
         time.sleep(0.5)
         child.send(reply)
     child.expect("Is vLLM running again")
-    sim = start_sim(tmp_path, "--port", str(port), "--no-enable-chunked-prefill",
-                    "--max-num-batched-tokens", "8192")  # fmt: skip
+    # Restarted as vLLM would be, its output appended to the same log.
+    sim = start_sim(tmp_path, "--port", str(port), "--log-file", str(log),
+                    "--no-enable-chunked-prefill", "--max-num-batched-tokens", "8192")  # fmt: skip
     try:
         time.sleep(1.0)
         child.send("y")
+        child.expect("LAT014 cause gone in start#2")  # the start proves the change
         child.expect("Which API does the service use")  # the fixed server answers both
         time.sleep(1.0)
         child.send("\r")

@@ -181,6 +181,13 @@ WORDS: dict[str, dict[str, str]] = {
                      "zh": "已拒绝：{why}；每轮只改一项（P0.2），效果才能归因"},
     "note.nothing_to_repeat": {"en": "nothing measured yet to repeat after this change",
                                "zh": "还没有可在变更后重复的测量"},
+    "note.judged_at_start": {"en": "{code}: judged when the server answers again, from its answer and its log",
+                             "zh": "{code}：待服务再次响应后，根据其响应和日志判断"},
+    "note.log_unchanged": {"en": "{code}: the log holds nothing written since the failed start, so the "
+                                 "restarted server's settings cannot be read there: no verdict (let vLLM "
+                                 "write its output to the --vllm-log file)",
+                           "zh": "{code}：日志中没有失败启动之后写入的内容，读不到重启后服务的设置，因此不作结论"
+                                 "（让 vLLM 把输出写入 --vllm-log 指定的文件）"},
     "note.no_earlier": {"en": "no earlier {round} round to compare with", "zh": "没有更早的 {round} 轮次可比较"},
     "note.inconclusive": {"en": "a verdict is inconclusive after {n} round(s): measuring {round} again ({label}) to narrow its interval",
                           "zh": "{n} 轮后结论仍无定论：再次测量 {round}（{label}）以缩小区间"},
