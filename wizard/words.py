@@ -31,6 +31,8 @@ WORDS: dict[str, dict[str, str]] = {
     "tldr": {"en": "TL;DR", "zh": "TL;DR 结论"},
     "baseline_vs_final": {"en": "Baseline (the incident's first rounds) beside the final state",
                           "zh": "基线（故障时的首轮测量）与最终状态对照"},
+    "baseline_after_fix": {"en": "Baseline (the first rounds, measured after the fix) beside the final state",
+                           "zh": "基线（修复后才测得的首轮测量）与最终状态对照"},
     "server_side": {"en": "Server side per round", "zh": "每轮的服务端数据"},
     "changes": {"en": "Changes", "zh": "变更"},
     "rounds": {"en": "Every round", "zh": "全部测量轮次"},
@@ -111,6 +113,8 @@ WORDS: dict[str, dict[str, str]] = {
     "ms_p99": {"en": "{segment} p99 (ms)", "zh": "{segment} p99（ms）"},
     "incident": {"en": "incident", "zh": "故障"},
     "final": {"en": "final", "zh": "最终"},
+    # The first round of a server that was measured only once it was fixed (it did not start).
+    "after_fix": {"en": "after the fix", "zh": "修复后"},
     "steady": {"en": "steady", "zh": "稳态"},
     "cold": {"en": "cold", "zh": "冷启动"},
     "ok": {"en": "ok", "zh": "成功"},
@@ -165,6 +169,8 @@ WORDS: dict[str, dict[str, str]] = {
     "more_flags": {"en": "(+{n} more)", "zh": "（另有 {n} 条）"},
     "rounds_count": {"en": "{total} rounds ({failed} failed)", "zh": "共 {total} 轮（{failed} 轮失败）"},
     "chart.baseline": {"en": "{segment} p50 (ms): incident and final", "zh": "{segment} p50（ms）：故障时与最终"},
+    "chart.baseline_after_fix": {"en": "{segment} p50 (ms): after the fix and final",
+                                 "zh": "{segment} p50（ms）：修复后与最终"},
     "chart.change": {"en": "{segment} p50 (ms), {parameter}", "zh": "{segment} p50（ms），{parameter}"},
     # the engine's notes (engine.note), recorded in every language
     "note.skipped": {"en": "probe {probe} skipped (its condition does not hold)",
