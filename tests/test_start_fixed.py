@@ -142,3 +142,33 @@ def test_a_log_the_restarted_server_never_wrote_to_judges_nothing(tmp_path: Path
     notes = [e["data"]["text"] for e in events if e["type"] == "note"]
     said = "LAT014: the log holds nothing written since the failed start"
     assert any(n.startswith(said) for n in notes)
+
+
+REAL_LOGS = Path(__file__).parent / "fixtures" / "vllm-log"
+
+
+@pytest.mark.parametrize(
+    ("refused", "then", "code", "gone"),
+    [
+        ("real-0.32-chunked-off", "real-0.32-healthy", "LAT014", True),  # chunked prefill on
+        ("real-0.32-chunked-off", "real-0.32-chunked-off", "LAT014", False),  # refused again
+        ("real-0.32-override16", "real-0.32-override17", "LAT040", True),  # one block more
+        ("real-0.32-override16", "real-0.32-override16", "LAT040", False),
+    ],
+)
+def test_real_032_logs_of_a_refusal_then_a_start_are_judged_by_the_last_start(
+    tmp_path: Path, refused: str, then: str, code: str, gone: bool
+) -> None:
+    """Real vLLM 0.32 logs, a refused start and the next one appended: the gone checks read the
+    last start as the walk reads the log again."""
+    from wizard import conditions
+    from wizard.probes.vllm_log import read_text, walk_facts
+
+    log = tmp_path / "vllm.log"
+    log.write_text(
+        (REAL_LOGS / f"{refused}.log").read_text() + (REAL_LOGS / f"{then}.log").read_text()
+    )
+    with log.open() as handle:
+        facts = {"vllmlog": walk_facts(read_text(handle)), "endpoints": {"health_status": 200}}
+    assert facts["vllmlog"]["runs_count"] == 2
+    assert conditions.evaluate(playbook.load().findings[code].gone, facts, {}) is gone
