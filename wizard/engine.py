@@ -370,8 +370,9 @@ def _unjudged(session: Session, node: Node, code: str, condition: Any) -> None:
         return
     finding = session.playbook.findings[code]
     rounds = contention.contended_rounds(session.facts, condition)
+    why = contention.reason_texts(session.facts, rounds)
     data = {"code": code, "cause": finding.cause, "title": finding.title, "rounds": rounds,
-            "reason": contention.reason(session.facts, rounds)}  # fmt: skip
+            "reason": why.get("en", ""), "reason_texts": why}  # fmt: skip
     session.inconclusive[code] = data
     session.record("inconclusive", node.id, data)
 
@@ -690,7 +691,8 @@ def _evidence_verdict(session: Session, node: Node, finding: Finding, round_labe
     }  # fmt: skip
     if gone is None:  # its evidence is the client's timing, and the client was contended
         rounds = contention.contended_rounds(session.facts, finding.gone)
-        data.update(contended_rounds=rounds, reason=contention.reason(session.facts, rounds))
+        why = contention.reason_texts(session.facts, rounds)
+        data.update(contended_rounds=rounds, reason=why.get("en", ""), reason_texts=why)
     session.verdicts.append(data)
     session.record("verdict", node.id, data)
 

@@ -132,7 +132,7 @@ def render_event(
         )  # fmt: skip
     if kind == "inconclusive":
         return Text(say("walk.inconclusive", lang, code=data["code"], rounds=", ".join(data["rounds"]),
-                        reason=data["reason"]), style="yellow")  # fmt: skip
+                        reason=pick(data.get("reason_texts") or data["reason"], lang)), style="yellow")  # fmt: skip
     if kind == "resume":
         server = data.get("server") or {}
         return Text(say("walk.resumed", lang, at=data["at"], model=server.get("model"),
@@ -171,9 +171,10 @@ def _probe(data: dict[str, Any], lang: str) -> RenderableType:
     if name == "vllm-log":
         return Text(_log_line(facts, lang))
     if name == "endpoints" and facts.get("reachable") is False:
-        why = facts.get("error")  # absent in transcripts written before it was recorded
+        # Absent in transcripts written before it was recorded; in every language since.
+        why = pick(facts.get("error_texts") or facts.get("error"), lang)
         return Text(
-            say("walk.no_answer", lang) + (f" ({why})" if isinstance(why, str) else ""),
+            say("walk.no_answer", lang) + (paren("", why, lang) if why else ""),
             style="red",
         )
     if name == "endpoints":
@@ -348,7 +349,7 @@ def _log_line(facts: dict[str, Any], lang: str) -> str:
             file=file,
             note=pick(facts.get("note_texts") or facts["note"], lang),
         )
-    errors = ", ".join(say("log.error_at", lang, kind=e["kind"], line=e["line"])
+    errors = ", ".join(say("log.error_at", lang, kind=value_word("error_kind", e["kind"], lang), line=e["line"])
                        for e in facts.get("errors", [])[:5])  # fmt: skip
     where = (
         say("log.replica", lang, replica=facts["replica"], count=facts["replica_count"])

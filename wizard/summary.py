@@ -194,7 +194,12 @@ def unjudged(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     raised = {e["data"]["code"] for e in events if e["type"] == "finding"}
     said = {e["data"]["code"]: e["data"] for e in events if e["type"] == "inconclusive"}
     return [
-        {"code": code, "rounds": data["rounds"], "reason": data["reason"]}
+        {
+            "code": code,
+            "rounds": data["rounds"],
+            "reason": data["reason"],
+            "reason_texts": data.get("reason_texts") or {"en": data["reason"]},
+        }
         for code, data in said.items()
         if code not in raised
     ]

@@ -375,6 +375,18 @@ WORDS: dict[str, dict[str, str]] = {
     "value.varying_kind.epoch time": {"en": "epoch time", "zh": "Unix 时间"},
     "value.varying_kind.date": {"en": "date", "zh": "日期"},
     "value.varying_kind.time": {"en": "time of day", "zh": "时刻"},
+    # The errors the vLLM log reader knows (probes.vllm_log.ERRORS), as the walk names them.
+    "value.error_kind.oom": {"en": "CUDA out of memory", "zh": "CUDA 显存不足"},
+    "value.error_kind.max_seq_len_exceeds_kv_cache": {"en": "max_model_len larger than the KV cache",
+                                                      "zh": "max_model_len 超出 KV cache 容量"},
+    "value.error_kind.no_kv_cache_memory": {"en": "no memory left for the KV cache", "zh": "没有留给 KV cache 的显存"},
+    "value.error_kind.chat_template_missing": {"en": "no chat template", "zh": "没有 chat template"},
+    "value.error_kind.batched_tokens_below_max_model_len": {
+        "en": "max_num_batched_tokens below max_model_len", "zh": "max_num_batched_tokens 小于 max_model_len"},
+    "value.error_kind.tp_heads_indivisible": {"en": "attention heads not divisible by the TP size",
+                                              "zh": "注意力头数不能被 TP 大小整除"},
+    "value.error_kind.engine_init_failed": {"en": "engine start-up failed", "zh": "引擎启动失败"},
+    "value.error_kind.engine_dead": {"en": "engine died while serving", "zh": "引擎在服务中崩溃"},
     "value.auth.none": {"en": "none", "zh": "无"},
     "value.auth.ok": {"en": "key accepted", "zh": "密钥已接受"},
     "value.auth.required": {"en": "key required", "zh": "需要密钥"},

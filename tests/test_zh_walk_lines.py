@@ -1,0 +1,70 @@
+"""Issue #13, Chinese throughout: the walk's lines about a server that does not answer, its log's
+errors and a rule its contended client could not judge, rendered in zh, hold no English sentence
+and no raw value (they said "nothing listens there ...", "engine_init_failed (line 2)" and the
+client's English reason)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from tests.conftest import wizard_command
+from tests.text_checks import english_sentences, raw_values
+from wizard import aio, contention
+from wizard.nginx_runner import free_port
+from wizard.probes.runner import ProbeContext, run_probe
+from wizard.render_events import render_event
+from wizard.words import texts
+
+
+def shown(event_type: str, data: dict[str, Any], lang: str) -> str:
+    console = Console(record=True, width=200, color_system=None)
+    renderable = render_event({"type": event_type, "node": "n", "data": data}, lang)
+    assert renderable is not None
+    console.print(renderable)
+    return console.export_text()
+
+
+def probe_event(name: str, ctx: ProbeContext) -> dict[str, Any]:
+    result = aio.run(run_probe(name, ctx, {}))
+    return {"as": name, "round": name, **result.to_dict()}
+
+
+def test_a_server_that_refused_to_start_is_described_in_chinese(tmp_path: Path) -> None:
+    port, log = free_port(), tmp_path / "vllm.log"
+    refused = subprocess.run(
+        wizard_command("sim", "--scenario", "chunked-prefill-off-bad-budget", "--port", str(port),
+                       "--quiet", "--log-file", str(log)),
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode == 1
+    ctx = ProbeContext(target=f"http://127.0.0.1:{port}", vllm_log=str(log))
+    down = shown("probe_result", probe_event("endpoints", ctx), "zh")
+    assert "该端口没有服务在监听" in down, down
+    read = shown("probe_result", probe_event("vllm-log", ctx), "zh")
+    assert "max_num_batched_tokens 小于 max_model_len（第 3 行）" in read, read
+    for text in (down, read):
+        assert english_sentences(text) == [] and raw_values(text) == [], text
+    # In English the log's errors are words too, not the reader's ids.
+    assert "errors: engine start-up failed (line 2)" in shown(
+        "probe_result", probe_event("vllm-log", ctx), "en"
+    ).replace("\n", " ")
+
+
+def test_an_inconclusive_rule_gives_its_clients_reason_in_chinese() -> None:
+    reason = texts("client.contended", lag="12.0", cpu="30 %", high="12.0")
+    facts = {
+        "direct": {"client": {"contended": True, "reason": reason["en"], "reason_texts": reason}}
+    }
+    said = contention.reason_texts(facts, ["direct"])
+    assert said == {"en": f"direct: {reason['en']}", "zh": f"direct: {reason['zh']}"}
+    data = {"code": "LAT042", "cause": "c", "title": {"en": "t", "zh": "t"}, "rounds": ["direct"],
+            "reason": said["en"], "reason_texts": said}  # fmt: skip
+    line = shown("inconclusive", data, "zh")
+    assert english_sentences(line) == [] and reason["zh"] in line.replace("\n", ""), line
+    # A transcript written before the reason was kept in every language still shows its English.
+    old = {"direct": {"client": {"contended": True, "reason": reason["en"]}}}
+    assert contention.reason_texts(old, ["direct"]) == {"en": f"direct: {reason['en']}"}
