@@ -10,13 +10,12 @@ start's verdict comes before any round is measured.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import SimProcess, start_sim, wizard_command
+from tests.conftest import SimProcess, refused_start, start_sim
 from wizard import aio, playbook, transcript
 from wizard.engine import Session, walk
 from wizard.nginx_runner import free_port
@@ -57,14 +56,6 @@ class StopAtBaseline(ScriptedOperator):
         if question.id == "api":
             raise Measuring
         return await super().ask(question, default, lang, known)
-
-
-def refused_start(port: int, log: Path, *flags: str) -> None:
-    result = subprocess.run(
-        wizard_command("sim", "--port", str(port), "--quiet", "--log-file", str(log), *flags),
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert result.returncode == 1, result.stderr
 
 
 def fix_and_walk(

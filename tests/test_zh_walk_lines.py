@@ -5,13 +5,12 @@ client's English reason)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from tests.conftest import wizard_command
+from tests.conftest import refused_start
 from tests.text_checks import english_sentences, raw_values
 from wizard import aio, contention
 from wizard.nginx_runner import free_port
@@ -35,12 +34,7 @@ def probe_event(name: str, ctx: ProbeContext) -> dict[str, Any]:
 
 def test_a_server_that_refused_to_start_is_described_in_chinese(tmp_path: Path) -> None:
     port, log = free_port(), tmp_path / "vllm.log"
-    refused = subprocess.run(
-        wizard_command("sim", "--scenario", "chunked-prefill-off-bad-budget", "--port", str(port),
-                       "--quiet", "--log-file", str(log)),
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert refused.returncode == 1
+    refused_start(port, log, "--scenario", "chunked-prefill-off-bad-budget")
     ctx = ProbeContext(target=f"http://127.0.0.1:{port}", vllm_log=str(log))
     down = shown("probe_result", probe_event("endpoints", ctx), "zh")
     assert "该端口没有服务在监听" in down, down
