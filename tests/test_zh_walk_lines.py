@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from tests.conftest import refused_start, wizard_command
@@ -112,3 +113,16 @@ def test_probe_host_says_what_it_found_in_chinese(tmp_path: Path) -> None:
     assert english_sentences(said) == [] and raw_values(said) == [], said
     facts = json.loads(cli("probe", "host", "--host-evidence", str(evidence), "--json"))
     assert facts["notes"] == [note["en"] for note in facts["notes_texts"]]
+
+
+EXAMPLES = sorted((Path(__file__).parent.parent / "transcripts" / "examples").glob("*.ndjson"))
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_the_shipped_examples_replay_as_sentences(example: Path) -> None:
+    """Each example walk, replayed in either language: no raw value, no English in Chinese."""
+    for lang in ("en", "zh"):
+        shown_walk = cli("replay", str(example), "--lang", lang)
+        assert raw_values(shown_walk) == [], (lang, raw_values(shown_walk))
+        if lang == "zh":
+            assert english_sentences(shown_walk) == [], english_sentences(shown_walk)
