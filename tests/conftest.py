@@ -84,6 +84,16 @@ def wizard_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "wizard", *args]
 
 
+def refused_start(port: int, log: Path, *flags: str) -> None:
+    """Run a simulator that refuses to start (as vLLM does with these flags) on ``port``; its
+    refusal is appended to ``log``."""
+    refused = subprocess.run(
+        wizard_command("sim", "--port", str(port), "--quiet", "--log-file", str(log), *flags),
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode == 1, refused.stderr
+
+
 def start_sim(
     tmp_path: Path, *args: str, wait: bool = True, env: dict[str, str] | None = None
 ) -> SimProcess:

@@ -150,6 +150,21 @@ def test_one_sequence_under_eight_streams_is_queueing(real_vllm: RealVllm, tmp_p
     assert refusals({"max_num_seqs": change["after"], "max_model_len": MAX_MODEL_LEN}) == []
 
 
+def started_again(tmp_path: Path, refused: RealVllm, fixed: RealVllm, code: str) -> bool:
+    """Whether ``code``'s gone condition holds for the fixed server: its log appended to the
+    refused one's (as a restart into the same file writes it), read as the walk reads it."""
+    from wizard import conditions, playbook
+    from wizard.probes.vllm_log import read_text, walk_facts
+
+    log = tmp_path / f"{code}-restarted.log"
+    log.write_text(refused.log() + fixed.log(), encoding="utf-8")
+    with log.open(encoding="utf-8") as handle:
+        facts = {"vllmlog": walk_facts(read_text(handle)),
+                 "endpoints": {"health_status": httpx.get(fixed.url + "/health", timeout=10).status_code}}  # fmt: skip
+    assert facts["vllmlog"]["runs_count"] == 2
+    return conditions.evaluate(playbook.load().findings[code].gone, facts, {})
+
+
 @pytest.mark.real_vllm("override17")
 def test_kv_cache_override_preempts_and_the_computed_fix_stops_it(
     real_vllm: RealVllm, real_vllm_pool: RealVllmPool, tmp_path: Path
@@ -192,6 +207,7 @@ def test_cache_too_small_to_start_gets_the_logs_estimate(
         args=("--num-gpu-blocks-override", "16", "--max-model-len", str(change["after"])),
     )
     assert fixed.running, fixed.log()[-2000:]
+    assert started_again(tmp_path, real_vllm, fixed, "LAT040")  # the start proves the change
 
 
 @pytest.mark.real_vllm("chunked_off")
@@ -211,6 +227,7 @@ def test_chunked_prefill_refusal_gets_the_value_filled_in(
         args=("--no-enable-chunked-prefill", "--max-num-batched-tokens", str(change["after"])),
     )
     assert fixed.running, fixed.log()[-2000:]
+    assert started_again(tmp_path, real_vllm, fixed, "LAT014")  # the start proves the change
 
 
 @pytest.mark.real_vllm("no_template_key")

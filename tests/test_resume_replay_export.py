@@ -224,14 +224,17 @@ def test_the_summary_carries_the_log_and_host_evidence() -> None:
     example = ROOT / "transcripts" / "examples" / "3-did-not-start-from-its-log.ndjson"
     data = json.loads(subprocess.run(wizard_command("export", str(example), "--format", "json"),
                                      capture_output=True, text=True, timeout=60).stdout)  # fmt: skip
+    # The log as last read: the restarted server's start (the refused one is the finding's).
     log = data["evidence"]["vllm_log"]
     assert (log["model"], log["max_num_batched_tokens"], log["max_model_len"]) == (
-        "meta-llama/Llama-3.1-8B-Instruct", 2048, 8192,
+        "meta-llama/Llama-3.1-8B-Instruct", 8192, 8192,
     )  # fmt: skip
-    assert "batched_tokens_below_max_model_len" in log["error_kinds"]
+    assert log["error_kinds"] == [] and log["kv_cache_tokens"]  # it started
+    [finding] = data["findings"]
+    assert "max_num_batched_tokens 2048 is smaller than max_model_len 8192" in finding["evidence"]
     md = subprocess.run(wizard_command("export", str(example), "--format", "md"),
                         capture_output=True, text=True, timeout=60).stdout  # fmt: skip
-    assert "- **vLLM log (" in md and "max_num_batched_tokens 2,048 tokens" in md
+    assert "- **vLLM log (" in md and "max_num_batched_tokens 8,192 tokens" in md
 
 
 def _killed_after_baseline(url: str, tmp_path: Path) -> Path:

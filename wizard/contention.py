@@ -75,10 +75,14 @@ def rule_unknown(condition: Any, facts: Mapping[str, Any], answers: Mapping[str,
     return conditions.evaluate_knowing(condition, facts, answers, doubtful_facts(facts)) is None
 
 
-def reason(facts: Mapping[str, Any], rounds: list[str]) -> str:
-    """The first contended round's own words about its client (the load probe's reason)."""
+def reason_texts(facts: Mapping[str, Any], rounds: list[str]) -> dict[str, str]:
+    """The first contended round's own words about its client (the load probe's reason), in every
+    language it said them (English alone before zh was recorded); empty when no round says why."""
     for round_as in rounds:
-        said = ((facts.get(round_as) or {}).get("client") or {}).get("reason")
+        client = (facts.get(round_as) or {}).get("client") or {}
+        said = client.get("reason_texts") or (
+            {"en": client["reason"]} if client.get("reason") else {}
+        )
         if said:
-            return f"{round_as}: {said}"
-    return ""
+            return {lang: f"{round_as}: {text}" for lang, text in said.items()}
+    return {}

@@ -22,7 +22,7 @@ from wizard.measure import (
     noise_bands,
 )
 from wizard.operator import Decision, Operator, coerce
-from wizard.playbook import END, Finding, Node, Playbook, ProbeCall
+from wizard.playbook import END, START, Finding, Node, Playbook, ProbeCall
 from wizard.probes.runner import ProbeContext, ProbeResult, run_probe
 from wizard.transcript import TranscriptWriter
 from wizard.words import LANGS, evidence_source, percent, recorded, texts
@@ -311,6 +311,8 @@ async def _visit(session: Session, node: Node) -> str:
             note(session, node.id, "note.skipped", probe=call.name)
             continue
         await _probe(session, node, call)
+    if conditions.evaluate(node.judge_start, session.facts, session.answers):
+        await _judge_starts(session, node)
     for rule in node.rules:
         if conditions.evaluate(rule.when, session.facts, session.answers):
             await _finding(session, node, session.playbook.findings[rule.finding])
@@ -368,8 +370,9 @@ def _unjudged(session: Session, node: Node, code: str, condition: Any) -> None:
         return
     finding = session.playbook.findings[code]
     rounds = contention.contended_rounds(session.facts, condition)
+    why = contention.reason_texts(session.facts, rounds)
     data = {"code": code, "cause": finding.cause, "title": finding.title, "rounds": rounds,
-            "reason": contention.reason(session.facts, rounds)}  # fmt: skip
+            "reason": why.get("en", ""), "reason_texts": why}  # fmt: skip
     session.inconclusive[code] = data
     session.record("inconclusive", node.id, data)
 
@@ -553,6 +556,10 @@ def _round_to_repeat(session: Session, node: Node, finding: Finding) -> ProbeCal
 
 async def _remeasure(session: Session, node: Node, finding: Finding, restarted: bool) -> None:
     """Repeat the measurement the finding rests on with the same spec; judge by its evidence."""
+    if finding.remeasure == START:
+        # The server did not start: its next start is the round, judged once it answers.
+        note(session, node.id, "note.judged_at_start", code=finding.code)
+        return
     call = _round_to_repeat(session, node, finding)
     if call is None:
         note(session, node.id, "note.nothing_to_repeat")
@@ -612,15 +619,7 @@ async def _check_one_change(
             return False
     log_after = None
     if log_before.get("available"):
-        # The playbook's own call, so the log is read with the same parameters (the GPU host's
-        # GPUs, which say how many nodes the layout spans).
-        first = next(
-            (p for n in session.playbook.nodes.values() for p in n.probes
-             if p.name == "vllm-log" and p.as_ == "vllmlog"),
-            ProbeCall("vllm-log", "vllmlog", {}),
-        )  # fmt: skip
-        await _probe(session, node, ProbeCall(first.name, first.as_, first.params, True))
-        new_log = session.facts.get("vllmlog") or {}
+        new_log = await _read_log_again(session, node)
         # Only a new run in the log describes the restarted server.
         if (new_log.get("runs_count") or 0) > (log_before.get("runs_count") or 0):
             log_after = new_log
@@ -642,6 +641,43 @@ async def _check_one_change(
     return True
 
 
+async def _read_log_again(session: Session, node: Node) -> dict[str, Any]:
+    """The vLLM log read again, into ``vllmlog``: what the restarted server wrote."""
+    # The playbook's own call, so the log is read with the same parameters (the GPU host's GPUs,
+    # which say how many nodes the layout spans).
+    first = next(
+        (p for n in session.playbook.nodes.values() for p in n.probes
+         if p.name == "vllm-log" and p.as_ == "vllmlog"),
+        ProbeCall("vllm-log", "vllmlog", {}),
+    )  # fmt: skip
+    await _probe(session, node, ProbeCall(first.name, first.as_, first.params, True))
+    return dict(session.facts.get("vllmlog") or {})
+
+
+async def _judge_starts(session: Session, node: Node) -> None:
+    """A server that did not start now answers: each change made to start it is judged by its
+    cause's own evidence, the server's answer and its log read again (a refusal gone, the value
+    changed), as a repeated round judges a change to a running server."""
+    judged = {v["code"] for v in session.verdicts}
+    pending = [
+        finding
+        for finding in (session.playbook.findings.get(c["code"]) for c in session.changes)
+        if finding is not None and finding.remeasure == START and finding.code not in judged
+    ]
+    if not pending:
+        return
+    log_before = dict(session.facts.get("vllmlog") or {})
+    if not log_before.get("available") or await _read_log_again(session, node) == log_before:
+        # The log holds nothing the restarted server wrote: what it says is the failed start.
+        for finding in pending:
+            note(session, node.id, "note.log_unchanged", code=finding.code)
+        return
+    # The failed start was start#1; each start judged since counts one more.
+    starts = sum(1 for v in session.verdicts if str(v.get("round", "")).startswith("start#"))
+    for finding in pending:
+        _evidence_verdict(session, node, finding, f"start#{starts + 2}")
+
+
 def _evidence_verdict(session: Session, node: Node, finding: Finding, round_label: str) -> None:
     """First the cause's own evidence: gone, or still there, in the repeated round."""
     if finding.gone is None:
@@ -655,7 +691,8 @@ def _evidence_verdict(session: Session, node: Node, finding: Finding, round_labe
     }  # fmt: skip
     if gone is None:  # its evidence is the client's timing, and the client was contended
         rounds = contention.contended_rounds(session.facts, finding.gone)
-        data.update(contended_rounds=rounds, reason=contention.reason(session.facts, rounds))
+        why = contention.reason_texts(session.facts, rounds)
+        data.update(contended_rounds=rounds, reason=why.get("en", ""), reason_texts=why)
     session.verdicts.append(data)
     session.record("verdict", node.id, data)
 

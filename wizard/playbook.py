@@ -23,6 +23,9 @@ from wizard.vocabulary import CAUSES, LANGUAGES, LAYERS, PROCEDURE_ITEMS, SEVERI
 from wizard.yamlines import Path_, YamlError, line_of, load_with_lines
 
 END = "end"
+# A finding's `remeasure` for a cause that kept the server from starting: no round can be repeated,
+# the start itself is (judged by the node with `judge_start`).
+START = "start"
 CODE = re.compile(r"^LAT\d{3}$")
 QUESTION_TYPES = ("text", "number", "select", "confirm")
 DEFAULT_PLAYBOOK = Path(__file__).resolve().parent.parent / "playbook" / "vllm-latency.yaml"
@@ -82,6 +85,10 @@ class Node:
     # evidence gathered, so that a finding does not depend on the route (its node ran before its
     # evidence existed, or was skipped).
     sweep: bool = False
+    # When this condition holds after the node's probes, the server now answers after a failed
+    # start: every change made to start it (its finding's `remeasure: start`) is judged, from its
+    # answer and its log read again.
+    judge_start: Any = False
 
 
 @dataclass(frozen=True)
@@ -258,6 +265,7 @@ def _node(node_id: str, body: Any, where: Path_, errors: _Collector) -> Node | N
         "rules",
         "next",
         "sweep",
+        "judge_start",
     }
     for key in set(body) - known:
         errors.add((*where, key), f"node '{node_id}': unknown key '{key}'")
@@ -320,6 +328,7 @@ def _node(node_id: str, body: Any, where: Path_, errors: _Collector) -> Node | N
         explain=_text(body.get("explain"), (*where, "explain"), errors, f"node '{node_id}' explain"),
         covers=tuple(str(c) for c in covers), measure=bool(body.get("measure", False)),
         sweep=bool(body.get("sweep", False)),
+        judge_start=_condition(body.get("judge_start", False), (*where, "judge_start"), errors),
         ask=tuple(questions), probes=tuple(probes), rules=tuple(rules), next=tuple(edges),
     )  # fmt: skip
 
@@ -452,6 +461,12 @@ def _validate_graph(playbook: Playbook, errors: _Collector) -> None:
                 ("nodes", cycle[0]),
                 f"cycle {' -> '.join([*cycle, cycle[0]])} has no measurement node",
             )
+    if not any(node.judge_start for node in playbook.nodes.values()):
+        for code, finding in playbook.findings.items():
+            if finding.remeasure == START:
+                errors.add(("findings", code, "remeasure"),
+                           f"finding {code}: `remeasure: start` needs a node with `judge_start` "
+                           "(where the restarted server is judged)")  # fmt: skip
     covered = {item for node in playbook.nodes.values() for item in node.covers}
     missing = [item for item in PROCEDURE_ITEMS if item not in covered]
     if missing:

@@ -132,7 +132,7 @@ def render_event(
         )  # fmt: skip
     if kind == "inconclusive":
         return Text(say("walk.inconclusive", lang, code=data["code"], rounds=", ".join(data["rounds"]),
-                        reason=data["reason"]), style="yellow")  # fmt: skip
+                        reason=pick(data.get("reason_texts") or data["reason"], lang)), style="yellow")  # fmt: skip
     if kind == "resume":
         server = data.get("server") or {}
         return Text(say("walk.resumed", lang, at=data["at"], model=server.get("model"),
@@ -167,13 +167,14 @@ def _probe(data: dict[str, Any], lang: str) -> RenderableType:
     if name == "measure":
         return measurement_table(facts, f"{label}: {facts['path']} {facts['url']}", lang)
     if name == "host":
-        return Text(_host_line(facts, lang))
+        return Text(host_line(facts, lang))
     if name == "vllm-log":
-        return Text(_log_line(facts, lang))
+        return Text(log_line(facts, lang))
     if name == "endpoints" and facts.get("reachable") is False:
-        why = facts.get("error")  # absent in transcripts written before it was recorded
+        # Absent in transcripts written before it was recorded; in every language since.
+        why = pick(facts.get("error_texts") or facts.get("error"), lang)
         return Text(
-            say("walk.no_answer", lang) + (f" ({why})" if isinstance(why, str) else ""),
+            say("walk.no_answer", lang) + (paren("", why, lang) if why else ""),
             style="red",
         )
     if name == "endpoints":
@@ -322,7 +323,8 @@ def _replicas_lines(facts: dict[str, Any], lang: str) -> str:
     return "\n".join(lines)
 
 
-def _host_line(facts: dict[str, Any], lang: str) -> str:
+def host_line(facts: dict[str, Any], lang: str, every_note: bool = False) -> str:
+    """The host probe's facts as a sentence, with its first note (every note: ``probe host``)."""
     names = ", ".join(sorted(set(facts.get("gpu_names") or [])))
     source_key = f"host.source.{facts['source']}"
     line = say("host.line", lang, source=say(source_key, lang) if source_key in WORDS else facts["source"],
@@ -330,13 +332,17 @@ def _host_line(facts: dict[str, Any], lang: str) -> str:
                names=paren("", names, lang) if names else "",
                interconnect=value_word("interconnect", facts["interconnect"], lang),
                visible=_known(facts.get("cuda_visible_devices"), lang))  # fmt: skip
-    notes = facts.get("notes_texts") or facts.get("notes")
-    if notes:
-        line += "\n  " + say("walk.note", lang, text=pick(notes[0], lang))
-    return line
+    return line + _notes(facts, lang, every_note)
 
 
-def _log_line(facts: dict[str, Any], lang: str) -> str:
+def _notes(facts: dict[str, Any], lang: str, every_note: bool) -> str:
+    notes = facts.get("notes_texts") or facts.get("notes") or []
+    return "".join("\n  " + say("walk.note", lang, text=pick(note, lang))
+                   for note in (notes if every_note else notes[:1]))  # fmt: skip
+
+
+def log_line(facts: dict[str, Any], lang: str, every_note: bool = False) -> str:
+    """The vLLM log probe's facts as sentences (with every note of the reader: ``probe vllm-log``)."""
     if not facts.get("available"):
         return say("log.none", lang)
     # Optional in the shape: a probe that found no log records none.
@@ -348,7 +354,7 @@ def _log_line(facts: dict[str, Any], lang: str) -> str:
             file=file,
             note=pick(facts.get("note_texts") or facts["note"], lang),
         )
-    errors = ", ".join(say("log.error_at", lang, kind=e["kind"], line=e["line"])
+    errors = ", ".join(say("log.error_at", lang, kind=value_word("error_kind", e["kind"], lang), line=e["line"])
                        for e in facts.get("errors", [])[:5])  # fmt: skip
     where = (
         say("log.replica", lang, replica=facts["replica"], count=facts["replica_count"])
@@ -364,14 +370,15 @@ def _log_line(facts: dict[str, Any], lang: str) -> str:
                startup=_known(facts.get("startup_s"), lang, "seconds"),
                errors=say("log.errors", lang, errors=errors) if errors else "")  # fmt: skip
     for replica in facts.get("replicas", []):
-        kinds = ", ".join(replica["error_kinds"]) or say("walk.none", lang)
+        kinds = ", ".join(value_word("error_kind", kind, lang) for kind in replica["error_kinds"])
+        kinds = kinds or say("walk.none", lang)
         line += "\n" + say("log.replica_line", lang, replica=replica["replica"],
                             version=_known(replica.get("version"), lang),
                             seqs=_known(replica.get("max_num_seqs"), lang),
                             kv=_known(replica.get("kv_cache_tokens"), lang, "tokens"), errors=kinds)  # fmt: skip
     if facts.get("differing_text"):
         line += "\n" + say("log.differ", lang, text=facts["differing_text"])
-    return line
+    return line + (_notes(facts, lang, every_note) if every_note else "")
 
 
 def measurement_table(facts: dict[str, Any], title: str, lang: str = "en") -> Table:

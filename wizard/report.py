@@ -64,7 +64,7 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
         elif kind == "measurement":
             measurements.append(data)
     # The incident's baseline is its first rounds; a later baseline (after a fix) is the final state.
-    first, final = summary.first_and_final(measurements)
+    first, final = summary.first_and_final(measurements, changes)
     baseline = {label: state for label, state in first.items() if label in summary.BASELINE_PATHS}
     audit = facts.get("audit", {})
     causes = sorted({f["cause"] for f in findings} - MEASUREMENT_CAUSES)

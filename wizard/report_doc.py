@@ -119,15 +119,20 @@ def document(report: dict[str, Any]) -> list[Block]:
 
 
 def _baseline(report: dict[str, Any], lang: str) -> list[Block]:
-    blocks: list[Block] = [Heading(2, say("baseline_vs_final", lang))]
     first, final = report["first"], report["final"]
+    # The first rounds: the incident's, or (a server that did not start) after the fix.
+    after_fix = bool(first) and all(s.get("after_fix") for s in first.values())
+    blocks: list[Block] = [
+        Heading(2, say("baseline_after_fix" if after_fix else "baseline_vs_final", lang))
+    ]
     if not first:
         return [*blocks, Lines([("", say("no_rounds", lang), "warn")])]
     headers = [say("col.round", lang), say("col.state", lang),
                *(say("ms_pair", lang, segment=segment.upper()) for segment in SEGMENTS)]  # fmt: skip
     rows = []
     for label, state in first.items():
-        for when, data in ((say("incident", lang), state), (say("final", lang), final.get(label))):
+        start = say("after_fix" if state.get("after_fix") else "incident", lang)
+        for when, data in ((start, state), (say("final", lang), final.get(label))):
             if data is None:
                 rows.append(
                     [
@@ -147,10 +152,12 @@ def _baseline(report: dict[str, Any], lang: str) -> list[Block]:
     def p50(state: dict[str, Any] | None, segment: str) -> float | None:
         return ((state or {}).get("steady") or {}).get(f"{segment}_p50")
 
+    first_word = "after_fix" if after_fix else "incident"
     charts = Charts([
-        Chart(say("chart.baseline", lang, segment=segment.upper()), list(first), [
+        Chart(say("chart.baseline_after_fix" if after_fix else "chart.baseline", lang,
+                  segment=segment.upper()), list(first), [
             (say(when, lang), [p50(states.get(label), segment) for label in first])
-            for when, states in (("incident", first), ("final", final))
+            for when, states in ((first_word, first), ("final", final))
         ])
         for segment in SEGMENTS
     ])  # fmt: skip

@@ -67,9 +67,8 @@ def _baseline_lines(report: dict[str, Any], lang: str) -> list[str]:
             f"{name} {ms(before.get(key))}" + (f" -> {ms(after.get(key))}" if after else "") + " ms"
             for name, key in (("TTFT", "ttft_p50"), ("TPOT", "tpot_p50"))
         ]
-        when = (
-            f"{say('incident', lang)} -> {say('final', lang)}" if after else say("incident", lang)
-        )
+        start = say("after_fix" if first.get("after_fix") else "incident", lang)
+        when = f"{start} -> {say('final', lang)}" if after else start
         out.append(
             say(
                 "labelled",

@@ -8,6 +8,7 @@ rounds beside the last ones, and what the audit must flag.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from wizard.probes.stream import ENDPOINT_PATHS
@@ -74,23 +75,34 @@ def _measured(facts: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def first_and_final(measurements: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+def first_and_final(
+    measurements: list[dict[str, Any]],
+    changes: list[dict[str, Any]] = (),  # type: ignore[assignment]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The incident's first round of each baseline path, and the last round of the same.
 
     A round measured again (after a change, or a later baseline) has a final state; one measured
     once has none. A round a change was judged on (``loaded``) is listed beside the baselines.
-    A/A repeats only calibrate noise and are left out.
+    A/A repeats only calibrate noise and are left out. A first round measured only after a change
+    to the service (a server that did not start until it was fixed) is no incident's state: it
+    says ``after_fix``.
     """
     by_as: dict[str, list[dict[str, Any]]] = {}
     for m in measurements:
         if not m.get("repeat_of"):
             by_as.setdefault(m["as"], []).append(m)
-    first = {label: _state(ms_[0]) for label, ms_ in by_as.items()
-             if label in BASELINE_PATHS or len(ms_) > 1}  # fmt: skip
+    first = {label: {**_state(ms_[0]), "after_fix": _after_fix(ms_[0], changes)}
+             for label, ms_ in by_as.items() if label in BASELINE_PATHS or len(ms_) > 1}  # fmt: skip
     final = {
         label: _state(ms_[-1]) for label, ms_ in by_as.items() if label in first and len(ms_) > 1
     }
     return first, final
+
+
+def _after_fix(m: dict[str, Any], changes: Sequence[dict[str, Any]]) -> bool:
+    """Whether a change to the service (not the wizard's own concurrency) came before the round."""
+    made = changes[: m.get("changes_before") or 0]
+    return any(c.get("layer") != "measurement" for c in made)
 
 
 def _state(m: dict[str, Any]) -> dict[str, Any]:
@@ -182,7 +194,12 @@ def unjudged(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     raised = {e["data"]["code"] for e in events if e["type"] == "finding"}
     said = {e["data"]["code"]: e["data"] for e in events if e["type"] == "inconclusive"}
     return [
-        {"code": code, "rounds": data["rounds"], "reason": data["reason"]}
+        {
+            "code": code,
+            "rounds": data["rounds"],
+            "reason": data["reason"],
+            "reason_texts": data.get("reason_texts") or {"en": data["reason"]},
+        }
         for code, data in said.items()
         if code not in raised
     ]

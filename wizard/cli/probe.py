@@ -223,6 +223,8 @@ def register(subparsers: Any) -> None:
         help="the log file, a folder of replicas' logs, or - for standard input",
     )  # fmt: skip
     log.add_argument("--json", action="store_true", help="print one JSON object")
+    log.add_argument("--lang", choices=["en", "zh"],
+                     help="zh: what was read as sentences in Chinese (default: from $LANG)")  # fmt: skip
     log.set_defaults(handler=run_vllm_log)
     probe_host.register(probes)
     probe_fleet.register(probes)
@@ -607,10 +609,12 @@ def run_vllm_log(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from wizard.cli.inputs import text_input
+    from wizard.cli.inputs import language, text_input
     from wizard.errors import UsageError, WizardError
     from wizard.probes import vllm_logs
+    from wizard.render_events import log_line
     from wizard.terminal import printable
+    from wizard.words import say
 
     if args.file != "-" and Path(args.file).is_dir():
         try:
@@ -622,8 +626,11 @@ def run_vllm_log(args: argparse.Namespace) -> int:
             report = vllm_logs.read_stream(handle, args.file)
     # The reader notes when no line of the input looked like vLLM's (a wrong file, an empty paste).
     recognised = "note" not in report
+    lang = args.lang or language()
     if args.json:
         print(json.dumps(report, indent=2))
+    elif recognised and lang != "en":  # the walk's own sentences; English keeps the key lines
+        print(printable(log_line(vllm_logs.log_facts(report, args.file), lang, every_note=True)))
     elif recognised:
         for key, value in report.items():
             if key not in ("runs", "stats", "replicas"):
@@ -633,10 +640,6 @@ def run_vllm_log(args: argparse.Namespace) -> int:
             print(printable(_replica_line(replica)))
     if recognised:
         return 0
-    from wizard.cli.inputs import language
-    from wizard.words import say
-
-    lang = language()
     name = say("log.stdin", lang) if args.file == "-" else args.file
     print(say("log.not_a_log", lang, name=name, lines=report["lines"]), file=sys.stderr)
     return 1

@@ -35,6 +35,8 @@ def register(probes: Any) -> None:
     # The old spelling, kept for the scripts that use it (docs/cli.md), out of --help.
     host.add_argument("--evidence", dest="host_evidence", help=argparse.SUPPRESS)
     host.add_argument("--json", action="store_true", help="print one JSON object")
+    host.add_argument("--lang", choices=["en", "zh"],
+                      help="zh: what was found as sentences in Chinese (default: from $LANG)")  # fmt: skip
     host.set_defaults(handler=run_host)
     topology = probes.add_parser(
         "topology", help="read `nvidia-smi topo -m` output: GPUs and NVLink pairs",
@@ -53,11 +55,17 @@ def run_host(args: argparse.Namespace) -> int:
     """Print what is known about the GPU host."""
     import json
 
+    from wizard.cli.run import default_language
     from wizard.probes.host import gather
+    from wizard.render_events import host_line
 
     facts = gather(args.host_evidence)
     if args.json:
         print(json.dumps(facts, indent=2))
+        return 0
+    lang = args.lang or default_language()
+    if lang != "en":  # the walk's own sentences; English keeps the lines scripts read
+        print(host_line(facts, lang, every_note=True))
         return 0
     for key in ("source", "physical_cores", "logical_cpus", "gpus", "gpu_names", "gpu_memory_gib",
                 "interconnect", "cuda_visible_devices", "batch_budget_default", "vllm_log"):  # fmt: skip

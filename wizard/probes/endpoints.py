@@ -10,7 +10,7 @@ from wizard import safejson
 from wizard.errors import WizardError
 from wizard.numbers import parse_int
 from wizard.probes.bounded import BoundedRequestError, fetch
-from wizard.probes.reach import explain, explain_texts
+from wizard.probes.reach import explain_texts
 
 
 async def served_model(client: httpx.AsyncClient, base_url: str, headers: dict[str, str]) -> str:
@@ -49,14 +49,16 @@ async def served_models(
 
 async def _status(
     client: httpx.AsyncClient, method: str, url: str, **kwargs: Any
-) -> tuple[int | None, str]:
+) -> tuple[int | None, str, dict[str, str] | None]:
+    """The status and body, or no status and why in every language the reason has."""
     try:
         status, body = await fetch(client, method, url, **kwargs)
     except httpx.HTTPError as exc:
-        return None, f"{url}: {explain(exc, url)}"
+        why = {lang: f"{url}: {text}" for lang, text in explain_texts(exc, url).items()}
+        return None, why["en"], why
     except BoundedRequestError as exc:
-        return None, str(exc)
-    return status, body[:2000]
+        return None, str(exc), None
+    return status, body[:2000], None
 
 
 def _message(body: str) -> str:
@@ -74,23 +76,28 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Walk probe: health, version, models, auth, and whether completions and chat answer."""
     base = ctx.target.rstrip("/")
     async with httpx.AsyncClient(timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)) as client:
-        health, health_body = await _status(client, "GET", base + "/health")
+        health, health_body, health_why = await _status(client, "GET", base + "/health")
         version_status: int | None = None
         models_status: int | None = None
         version_body = models_body = ""
+        version_why = models_why = None
         # A server that gave /health no HTTP answer (refused, reset, past its deadline) is asked
         # nothing more: each question would wait out the same deadline.
         if health is not None:
-            version_status, version_body = await _status(client, "GET", base + "/version")
-            models_status, models_body = await _status(
+            version_status, version_body, version_why = await _status(
+                client, "GET", base + "/version"
+            )
+            models_status, models_body, models_why = await _status(
                 client, "GET", base + "/v1/models", headers=ctx.headers
             )
-        unanswered = [body for status, body in ((health, health_body), (version_status, version_body),
-                                                (models_status, models_body)) if status is None and body]  # fmt: skip
+        unanswered = [(body, why) for status, body, why in (
+            (health, health_body, health_why), (version_status, version_body, version_why),
+            (models_status, models_body, models_why)) if status is None and body]  # fmt: skip
         facts: dict[str, Any] = {
             "reachable": health is not None,
             # Why a request got no HTTP answer (refused, reset, a deadline), the first of them.
-            "error": unanswered[0] if unanswered else None,
+            "error": unanswered[0][0] if unanswered else None,
+            "error_texts": unanswered[0][1] if unanswered else None,
             "health_status": health,
             "version": _json_field(version_body, "version") if version_status == 200 else None,
             "models_status": models_status,
@@ -121,7 +128,7 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
                 ("completions", "/v1/completions", {"prompt": "ping", "max_tokens": 1}),
                 ("chat", "/v1/chat/completions", {"messages": [{"role": "user", "content": "ping"}], "max_tokens": 1}),
             ):  # fmt: skip
-                status, text = await _status(
+                status, text, _ = await _status(
                     client,
                     "POST",
                     base + path,
@@ -144,7 +151,7 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 async def _suffix(client: httpx.AsyncClient, base: str, model: str, headers: dict[str, str]) -> str:
     """P2.2: the procedure's vLLM rejected ``suffix``; vLLM 0.34 accepts it for FIM models only."""
-    status, text = await _status(
+    status, text, _ = await _status(
         client, "POST", base + "/v1/completions", headers=headers,
         json={"model": model, "prompt": "def f(", "suffix": "\n", "max_tokens": 1},
     )  # fmt: skip

@@ -54,9 +54,8 @@ class Host:
     notes: list[str] = field(default_factory=list)
     notes_texts: list[dict[str, str]] = field(default_factory=list)  # each note in every language
 
-    def note(self, said: dict[str, str] | str) -> None:
+    def note(self, said: dict[str, str]) -> None:
         """A note in English (``notes``) and in every language it is worded in (``notes_texts``)."""
-        said = said if isinstance(said, dict) else {"en": said}
         self.notes.append(said["en"])
         self.notes_texts.append(said)
 
@@ -139,7 +138,7 @@ def from_evidence(folder: Path) -> Host:
             with path.open("rb") as handle:
                 head = handle.read(SNIFF_BYTES).decode("utf-8", "replace")
         except OSError as exc:
-            host.note(f"{path.name}: cannot read ({exc.strerror})")
+            host.note(texts("host.unreadable", name=path.name, why=exc.strerror))
             continue
         _read_evidence_file(host, path, head)
     if not files:
@@ -176,7 +175,7 @@ def _read_evidence_file(host: Host, path: Path, head: str) -> None:
         host.sources["vllm_log"] = path.name
         recognised = True
     if not recognised:
-        host.note(f"{path.name}: not recognised (expected lscpu, nvidia-smi, env or a vLLM log)")
+        host.note(texts("host.unrecognised", name=path.name))
 
 
 def _looks_like_vllm_log(head: str) -> bool:
@@ -230,7 +229,7 @@ def _from_nvml(host: Host) -> bool:
         }
         host.sources.update(gpus="nvml", topology="nvml")
     except pynvml.NVMLError as exc:
-        host.note(f"NVML answered but failed: {exc}")
+        host.note(texts("host.nvml_failed", why=exc))
     finally:
         pynvml.nvmlShutdown()
     return host.gpus is not None
@@ -249,10 +248,10 @@ def _from_nvidia_smi(host: Host) -> bool:
             [binary, "topo", "-m"], capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT_S, check=True,
         ).stdout  # fmt: skip
     except subprocess.TimeoutExpired:
-        host.note(f"nvidia-smi did not answer within {NVIDIA_SMI_TIMEOUT_S} s (a wedged driver?)")
+        host.note(texts("host.smi_silent", seconds=NVIDIA_SMI_TIMEOUT_S))
         return False
     except (OSError, subprocess.SubprocessError) as exc:
-        host.note(f"nvidia-smi failed: {exc}")
+        host.note(texts("host.smi_failed", why=exc))
         return False
     for key, value in parse_gpu_list(listing).items():
         setattr(host, key, value)
@@ -265,7 +264,7 @@ def _note_missing(host: Host) -> None:
     if host.physical_cores is None:
         host.note(texts("host.no_cores", hint=COLLECT_HINT))
     if host.gpus and host.gpus > 1 and host.topology is None:
-        host.note("GPU links unknown: add the output of `nvidia-smi topo -m`")
+        host.note(texts("host.no_links"))
 
 
 def _visible_count(visible: str | None) -> int | None:

@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from wizard.numbers import MAX_DIGITS, parse_float, parse_int
+from wizard.words import texts
 
 MAX_COMMAND_CHARS = 64 * 1024
 # The start of vLLM's own command; what follows it are its arguments. A backtick or a word right
@@ -79,7 +80,7 @@ class ServerArgs:
     line: int
     source: str  # "command line", "manifest", "Namespace dump"
     settings: dict[str, Any] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    notes: list[dict[str, str]] = field(default_factory=list)  # each in every language
 
 
 def _value(kind: str, raw: str) -> Any:
@@ -104,33 +105,29 @@ def _value(kind: str, raw: str) -> Any:
     return number_int if number_int else None
 
 
-def _resolve(flag: str, raw: str, kind: str, notes: list[str], where: str) -> Any:
+def _resolve(flag: str, raw: str, kind: str, notes: list[dict[str, str]], line: int) -> Any:
     """A value, a shell variable's default, or None with a note saying why."""
     if (variable := SHELL_VARIABLE.match(raw.strip())) is not None:
         default = variable.group("default")
         name = variable.group("name") or variable.group("k8s")
         if default:
-            notes.append(
-                f"{where}: {flag} {raw}: read the default {default} (${name} may set another)"
-            )
+            notes.append(texts("lognote.args_default", line=line, flag=flag, raw=raw,
+                               default=default, name=name))  # fmt: skip
             raw = default
         else:
-            notes.append(f"{where}: {flag} {raw} is a variable: its value is not in the paste")
+            notes.append(texts("lognote.args_variable", line=line, flag=flag, raw=raw))
             return None
     if kind == "len" and raw.strip().lower() in ("auto", "-1"):
-        notes.append(
-            f"{where}: {flag} {raw}: vLLM fits it to the memory at start (read it from the log)"
-        )
+        notes.append(texts("lognote.args_auto", line=line, flag=flag, raw=raw))
         return None
     value = _value(kind, raw)
     if value is None:
-        notes.append(f"{where}: {flag} {raw!r} is not a value vLLM takes: ignored")
+        notes.append(texts("lognote.args_bad", line=line, flag=flag, raw=repr(raw)))
     return value
 
 
 def parse_tokens(tokens: list[str], args: ServerArgs, positional_model: bool) -> None:
     """Read vLLM's flags out of ``tokens`` (the words after the command) into ``args``."""
-    where = f"line {args.line}"
     index = 0
     while index < len(tokens):
         token = tokens[index]
@@ -158,16 +155,19 @@ def parse_tokens(tokens: list[str], args: ServerArgs, positional_model: bool) ->
             continue
         if not has_value:
             if index >= len(tokens) or tokens[index].startswith("--"):
-                args.notes.append(f"{where}: {token} has no value")
+                args.notes.append(texts("lognote.args_no_value", line=args.line, flag=token))
                 continue
             inline = tokens[index]
             index += 1
-        if (value := _resolve(token.split("=")[0], inline, kind, args.notes, where)) is not None:
+        if (
+            value := _resolve(token.split("=")[0], inline, kind, args.notes, args.line)
+        ) is not None:
             args.settings[target] = value
 
 
 def split_shell(text: str) -> tuple[list[str], str | None]:
-    """Shell words up to the first operator (``|``, ``&&``, ``;``, ``>``); a note if unbalanced."""
+    """Shell words up to the first operator (``|``, ``&&``, ``;``, ``>``); shlex's words when a
+    quote does not close."""
     text = text.replace("\\\r\n", " ").replace("\\\n", " ").replace("`", " ")
     lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
@@ -179,7 +179,7 @@ def split_shell(text: str) -> tuple[list[str], str | None]:
                 break
             words.append(word)
     except ValueError as exc:  # an unclosed quote: read what came before it
-        return words, f"the command's quoting does not close ({exc}): read up to there"
+        return words, str(exc)
     return words, None
 
 
@@ -313,8 +313,9 @@ class ArgsCollector:
         line = self._shell_line or self._list_line
         self._reset()
         note = ServerArgs(line, "command line")
-        note.notes.append(f"line {line}: a command or manifest list longer than {MAX_COMMAND_CHARS} "
-                          f"characters (to line {number}): not read")  # fmt: skip
+        note.notes.append(
+            texts("lognote.args_too_long", line=line, most=MAX_COMMAND_CHARS, to=number)
+        )
         return [note]
 
     def _end_shell(self) -> list[ServerArgs]:
@@ -333,7 +334,7 @@ class ArgsCollector:
         tokens, positional = found if found is not None else (words, False)
         args = ServerArgs(line, source)
         if note:
-            args.notes.append(f"line {line}: {note}")
+            args.notes.append(texts("lognote.args_quoting", line=line, why=note))
         parse_tokens(tokens, args, positional)
         return [args] if args.settings or args.notes else []
 
@@ -352,7 +353,7 @@ class ArgsCollector:
             if items is None:
                 args = ServerArgs(number, "manifest")
                 args.notes.append(
-                    f"line {number}: {key.group('key')}: a list that does not close: not read"
+                    texts("lognote.args_open_list", line=number, name=key.group("key"))
                 )
                 return [args]
             return self._from_items(items, key.group("key"), number)

@@ -44,7 +44,7 @@ from wizard.probes.vllm_run import (
     only_args,
     seconds_between,
 )
-from wizard.words import say, texts
+from wizard.words import LANGS, say, texts, value_word
 
 MAX_STATS_PER_RUN = 1000
 GLUE = re.compile(
@@ -154,7 +154,7 @@ def _literal_dict(text: str) -> dict[str, Any] | None:
 def _apply_args(run: Run, text: str, line_number: int) -> None:
     args = _literal_dict(text)
     if args is None:
-        run.note(f"line {line_number}: the non-default args do not read as a Python dict: skipped")
+        run.note(texts("lognote.args_unread", line=line_number))
         return
     for key in ARG_KEYS:
         if key in args and _plausible(key, value := args[key]):
@@ -385,7 +385,7 @@ class LogReader:
             if (read := vllm_stats.read(line)) is not None:
                 self._stats(self.run, *read, line)
             elif len(self.run.notes) < MAX_NOTES:
-                self.run.note(f"line {self.line_number}: a stats line that does not read: skipped")
+                self.run.note(texts("lognote.stats_unread", line=self.line_number))
             return
         run = self.run
         # Timestamps only while the run starts (no ready line, no stats yet): the rest of a long
@@ -529,10 +529,12 @@ class LogReader:
                     if getattr(previous, name) is None:
                         setattr(previous, name, getattr(last, name))
                 previous.server_args_from = previous.server_args_from or last.server_args_from
-                previous.notes.extend(last.notes)
-                previous.note(
-                    f"the {last.server_args_from} follows this run's log: read as its command"
-                )
+                for said in last.notes_texts:
+                    previous.note(said)
+                kind, _, line = (last.server_args_from or "").rpartition(" at line ")
+                previous.note({lang: say("lognote.args_after", lang, line=line,
+                                         kind=value_word("args_source", kind, lang))
+                               for lang in LANGS})  # fmt: skip
                 self.runs.pop()
                 self.runs_total -= 1
 
@@ -547,14 +549,14 @@ class LogReader:
         last["runs_total"] = total
         last["runs_omitted"] = total - len(kept)
         last["lines"] = self.line_number
-        notes = list(runs[-1].notes)
+        notes = list(runs[-1].notes_texts)
         if total > 1:
-            notes.insert(0, f"{total} runs in this input: the last (from line {runs[-1].started_at_line}) "
-                         "is reported, the first and the last are under 'runs'")  # fmt: skip
+            notes.insert(0, texts("lognote.runs", total=total, line=runs[-1].started_at_line))
         if runs[-1].empty:
             last["note"], last["note_texts"] = say("log.nothing", "en"), texts("log.nothing")
-            notes.append(last["note"])
-        last["notes"] = notes
+            notes.append(last["note_texts"])
+        last["notes"] = [said["en"] for said in notes]
+        last["notes_texts"] = notes
         return last
 
 
@@ -670,8 +672,5 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     if not path:
         return {"available": False}
     report = await asyncio.to_thread(vllm_logs.read_path, str(path))
-    facts = walk_facts(report)
-    if "replicas" in report:
-        facts.update(vllm_logs.walk_facts(report))
-    return {"available": True, "file": str(path), **facts,
-            **layout_on_nodes(facts, params.get("gpus_per_node"))}  # fmt: skip
+    facts = vllm_logs.log_facts(report, str(path))
+    return {**facts, **layout_on_nodes(facts, params.get("gpus_per_node"))}

@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 from wizard.errors import WizardError
 from wizard.probes.vllm_log import BLOCK_CHARS, LogReader, line_blocks
+from wizard.words import texts
 
 POD_PREFIX = re.compile(r"^\[(?P<source>pod/[^/\]\s]+/[^\]\s]*)\] ")
 ANY_POD_PREFIX = re.compile(POD_PREFIX.pattern, re.MULTILINE)
@@ -108,12 +109,11 @@ def combine(split: _Split) -> dict[str, Any]:
         return next(iter(reports.values()))
     chosen = next((n for n, r in reports.items() if r["errors"]), next(iter(reports)))
     report = dict(reports[chosen])
-    report["notes"] = list(report["notes"])
+    report["notes"], report["notes_texts"] = list(report["notes"]), list(report["notes_texts"])
     if split.unattributed:
-        report["notes"].append(
-            f"{split.unattributed} lines without a [pod/NAME/CONTAINER] prefix belong to no "
-            "replica and were not read"
-        )
+        said = texts("lognote.unattributed", lines=split.unattributed)
+        report["notes"].append(said["en"])
+        report["notes_texts"].append(said)
     report.update(
         replica=chosen,
         replica_count=len(reports),
@@ -132,6 +132,16 @@ def differing_args(reports: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
         if len({repr(v) for v in shown.values()}) > 1:
             found[key] = shown
     return found
+
+
+def log_facts(report: dict[str, Any], file: str) -> dict[str, Any]:
+    """A reader's report as the walk records it: the last run, and the replicas when several."""
+    from wizard.probes import vllm_log
+
+    facts = vllm_log.walk_facts(report)
+    if "replicas" in report:
+        facts.update(walk_facts(report))
+    return {"available": True, "file": file, **facts}
 
 
 def walk_facts(report: dict[str, Any]) -> dict[str, Any]:

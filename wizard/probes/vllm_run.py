@@ -11,6 +11,7 @@ from typing import Any
 
 from wizard.probes.vllm_args import FIELDS as ARG_FIELDS
 from wizard.probes.vllm_engine import ENGINE_LINE
+from wizard.words import texts
 
 MAX_NOTES = 20
 
@@ -83,13 +84,17 @@ class Run:
     engine_strength: int = field(default=0, compare=False)
     starts: set[str] = field(default_factory=set, compare=False)  # the start-line kinds seen
     notes: list[str] = field(default_factory=list, compare=False)
+    # The same notes in every language (``notes`` keeps the English).
+    notes_texts: list[dict[str, str]] = field(default_factory=list, compare=False)
 
-    def note(self, text: str) -> None:
+    def note(self, said: dict[str, str]) -> None:
         """Add a note; past MAX_NOTES only the count grows (a hostile log cannot grow it)."""
-        if len(self.notes) < MAX_NOTES:
-            self.notes.append(text)
-        elif len(self.notes) == MAX_NOTES:
-            self.notes.append("more notes were left out")
+        if len(self.notes) == MAX_NOTES:
+            said = texts("lognote.more")
+        elif len(self.notes) > MAX_NOTES:
+            return
+        self.notes.append(said["en"])
+        self.notes_texts.append(said)
 
     def set_engine(self, generation: str, strength: int, source: str) -> None:
         """Take ``generation`` unless a stronger source already said."""
