@@ -20,7 +20,8 @@ import pytest
 
 from tests.faultserver import HEADERS, event, fault_server, text_chunk, usage_chunk
 from wizard import aio
-from wizard.probes.protocol_backend import ProtocolBackend, ProtocolStream, timing_client
+from wizard.probes.lean_http import timing_client
+from wizard.probes.protocol_backend import ProtocolBackend, ProtocolStream
 from wizard.probes.stream import RequestSpec, StreamSample, measure_stream
 
 SPEC = RequestSpec(model="m", max_tokens=4)

@@ -50,20 +50,6 @@ def arrival_clock(response: httpx.Response) -> Callable[[], int]:
     return time.monotonic_ns
 
 
-def timing_client(**kwargs: Any) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` (same arguments) whose direct connections use this backend.
-
-    Only the client's own transport changes: a proxy taken from the environment is mounted by
-    httpx with a transport of its own, which keeps the stock backend.
-    """
-    client = httpx.AsyncClient(**kwargs)
-    # httpx offers no argument for httpcore's network_backend; its pool reads the attribute
-    # each time it opens a connection, so setting it before the first request is enough.
-    pool = client._transport._pool  # type: ignore[attr-defined]
-    pool._network_backend = ProtocolBackend()
-    return client
-
-
 class _Receiver(asyncio.Protocol):
     """What the loop read for one connection, when each piece came, and the state of its writes."""
 

@@ -40,6 +40,7 @@ import httpx
 
 from wizard import safejson
 from wizard.probes.bounded import request_deadline_s
+from wizard.probes.lean_http import open_stream
 from wizard.probes.protocol_backend import arrival_clock
 from wizard.probes.reach import explain
 from wizard.probes.sse import OversizedEventError, SseParser
@@ -381,8 +382,11 @@ async def measure_stream(
     try:
         async with (
             asyncio.timeout(deadline_s),
-            client.stream(
-                "POST", url, json=body, headers=headers, extensions={"trace": trace}
+            open_stream(
+                client,
+                client.build_request(
+                    "POST", url, json=body, headers=headers, extensions={"trace": trace}
+                ),
             ) as response,
         ):
             sample.headers_ns = time.monotonic_ns()
