@@ -141,6 +141,7 @@ class LeanConnections:
         self._backend = ProtocolBackend()
         self._idle: dict[Origin, list[_Connection]] = {}
         self._busy: set[_Connection] = set()
+        self.connects = 0  # connections this client began to open (a worker's is one)
 
     @contextlib.asynccontextmanager
     async def stream(self, request: httpx.Request) -> AsyncIterator[httpx.Response]:
@@ -175,6 +176,7 @@ class LeanConnections:
                 return connection
             await connection.stream.aclose()
         host = origin[1].decode("ascii")
+        self.connects += 1
         if trace is not None:
             await trace("connection.connect_tcp.started", {})
         stream = await self._backend.connect_tcp(host, origin[2], timeout=connect_timeout)
