@@ -1,4 +1,4 @@
-"""The timing client: httpx on an httpcore network backend built on asyncio's Protocol.
+"""The timing client's connections: an httpcore network backend built on asyncio's Protocol.
 
 httpcore's stock backend (anyio) opens a cancel scope for every read and looks up the running
 async library each time: at 64 streams a quarter of the client's CPU went there, one read per
@@ -8,8 +8,9 @@ turn, and only a read that must wait arms one timer for its timeout. ``arrival_c
 stamps to the code that times events. A write is ``transport.write`` (the bytes leave at
 once), waiting only when the transport says its buffer is full.
 
-Everything above the socket stays httpx's: the pool, h11, gzip, the trace extension's stamps,
-proxies from the environment (their transports are httpx's own, mounted apart). Errors are raised
+Timed streams use these connections on the lean path (``lean_http``: h11 on connections the
+client owns); the timing client's other requests go through httpx's pool on this backend, and
+proxies from the environment keep httpx's own transports (mounted apart). Errors are raised
 as the anyio backend raises them (the same httpcore exception for the same failure, with the OS
 error as its cause), so ``measure_stream`` sorts them into the same kinds.
 """
