@@ -61,6 +61,7 @@ class _Receiver(asyncio.Protocol):
         self.pieces: collections.deque[tuple[bytes, int]] = collections.deque()
         self.buffered = 0
         self.last_arrival_ns: int | None = None
+        self.made_ns: int | None = None  # when the loop saw the connect complete
         self.ended = False  # the peer closed, or the connection was lost
         self.error: BaseException | None = None
         self.waiter: asyncio.Future[bool] | None = None
@@ -70,6 +71,7 @@ class _Receiver(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = typing.cast(asyncio.Transport, transport)  # uvloop's is no subclass
+        self.made_ns = time.monotonic_ns()
 
     def data_received(self, data: bytes) -> None:
         self.pieces.append((data, time.monotonic_ns()))
@@ -134,6 +136,11 @@ class ProtocolStream(AsyncNetworkStream):
 
     def __init__(self, receiver: _Receiver) -> None:
         self._receiver = receiver
+
+    @property
+    def connected_ns(self) -> int | None:
+        """When the loop saw the TCP connect complete (the task that asked resumes later)."""
+        return self._receiver.made_ns
 
     @property
     def last_arrival_ns(self) -> int | None:

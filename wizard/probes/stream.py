@@ -370,7 +370,8 @@ async def measure_stream(
     sample = StreamSample(send_ns=time.monotonic_ns())
 
     async def trace(event: str, info: dict[str, Any]) -> None:
-        now = time.monotonic_ns()
+        # The lean path hands over when the loop saw a step done, where it knows it (``when_ns``).
+        now = info.get("when_ns") or time.monotonic_ns()
         if sample.first_trace_ns is None:
             sample.first_trace_ns = now
         name = _TRACE_FIELDS.get(event)
