@@ -20,9 +20,11 @@ import pytest
 
 from tests.conftest import RealVllmPool, assert_walk_exit, wizard_command
 from tests.realvllm import MAX_MODEL_LEN, REAL_API_KEY, SERVED_NAME, RealVllm
-from wizard import transcript
+from wizard import aio, transcript
 from wizard.changes import refusals
 from wizard.nginx_runner import Nginx, find_nginx
+from wizard.probes.lean_http import timing_client
+from wizard.probes.stream import Endpoint, RequestSpec, StreamSample, measure_stream
 
 QUICK = {"run_loadgen": False}  # LoadGen has its own tests
 # The causes the fault configurations of this tier reproduce: a healthy server shows none.
@@ -92,6 +94,32 @@ def probe_json(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
 
 
 # -- evidence probes read the real server -------------------------------------------------------
+
+
+@pytest.mark.real_vllm("healthy")
+@pytest.mark.parametrize("endpoint", ["completions", "chat"])
+def test_the_lean_stream_path_reads_the_real_stream_as_httpx_does(
+    real_vllm: RealVllm, endpoint: Endpoint
+) -> None:
+    # uvicorn's chunked keep-alive stream: three requests in turn on each client. The number of
+    # events is timing (vLLM merges deltas it fell behind on), the rest is the server's word.
+    spec = RequestSpec(model=SERVED_NAME, endpoint=endpoint, max_tokens=8, prompt="hello world")
+
+    async def three(client: httpx.AsyncClient) -> list[StreamSample]:
+        async with client:
+            return [await measure_stream(client, real_vllm.url, spec) for _ in range(3)]
+
+    stock = aio.run(three(httpx.AsyncClient(timeout=60)))
+    client = timing_client(timeout=60)
+    lean = aio.run(three(client))
+    assert client.lean.connects == 1 and [s.cold for s in lean] == [True, False, False]
+    facts = ("output_tokens", "output_tokens_estimated", "error_kind", "status",
+             "finish_reason", "malformed_events", "keep_alives", "content_encoding")  # fmt: skip
+    for one, other in zip(stock, lean, strict=True):
+        assert other.ok, other.error
+        assert {k: one.to_dict()[k] for k in facts} == {k: other.to_dict()[k] for k in facts}
+        assert other.output_tokens == 8 and not other.tokens_estimated
+        assert (one.request_id or "").split("-")[0] == (other.request_id or "").split("-")[0]
 
 
 @pytest.mark.real_vllm("healthy")

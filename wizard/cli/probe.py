@@ -386,7 +386,7 @@ async def _with_client(
     import httpx
 
     from wizard.probes.endpoints import served_model
-    from wizard.probes.protocol_backend import timing_client
+    from wizard.probes.lean_http import timing_client
     from wizard.probes.stream import RequestSpec
 
     async with timing_client(timeout=httpx.Timeout(args.timeout, connect=10.0)) as client:

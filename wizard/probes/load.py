@@ -29,7 +29,7 @@ import httpx
 import psutil
 
 from wizard.measure import ITL_PER_REQUEST, Measurement, MeasurementSpec, percentile
-from wizard.probes.protocol_backend import timing_client
+from wizard.probes.lean_http import timing_client
 from wizard.probes.stream import (
     RequestSpec,
     StreamSample,

@@ -1,4 +1,4 @@
-"""The timing client: httpx on an httpcore network backend built on asyncio's Protocol.
+"""The timing client's connections: an httpcore network backend built on asyncio's Protocol.
 
 httpcore's stock backend (anyio) opens a cancel scope for every read and looks up the running
 async library each time: at 64 streams a quarter of the client's CPU went there, one read per
@@ -8,8 +8,9 @@ turn, and only a read that must wait arms one timer for its timeout. ``arrival_c
 stamps to the code that times events. A write is ``transport.write`` (the bytes leave at
 once), waiting only when the transport says its buffer is full.
 
-Everything above the socket stays httpx's: the pool, h11, gzip, the trace extension's stamps,
-proxies from the environment (their transports are httpx's own, mounted apart). Errors are raised
+Timed streams use these connections on the lean path (``lean_http``: h11 on connections the
+client owns); the timing client's other requests go through httpx's pool on this backend, and
+proxies from the environment keep httpx's own transports (mounted apart). Errors are raised
 as the anyio backend raises them (the same httpcore exception for the same failure, with the OS
 error as its cause), so ``measure_stream`` sorts them into the same kinds.
 """
@@ -50,20 +51,6 @@ def arrival_clock(response: httpx.Response) -> Callable[[], int]:
     return time.monotonic_ns
 
 
-def timing_client(**kwargs: Any) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` (same arguments) whose direct connections use this backend.
-
-    Only the client's own transport changes: a proxy taken from the environment is mounted by
-    httpx with a transport of its own, which keeps the stock backend.
-    """
-    client = httpx.AsyncClient(**kwargs)
-    # httpx offers no argument for httpcore's network_backend; its pool reads the attribute
-    # each time it opens a connection, so setting it before the first request is enough.
-    pool = client._transport._pool  # type: ignore[attr-defined]
-    pool._network_backend = ProtocolBackend()
-    return client
-
-
 class _Receiver(asyncio.Protocol):
     """What the loop read for one connection, when each piece came, and the state of its writes."""
 
@@ -74,6 +61,7 @@ class _Receiver(asyncio.Protocol):
         self.pieces: collections.deque[tuple[bytes, int]] = collections.deque()
         self.buffered = 0
         self.last_arrival_ns: int | None = None
+        self.made_ns: int | None = None  # when the loop saw the connect complete
         self.ended = False  # the peer closed, or the connection was lost
         self.error: BaseException | None = None
         self.waiter: asyncio.Future[bool] | None = None
@@ -83,6 +71,7 @@ class _Receiver(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = typing.cast(asyncio.Transport, transport)  # uvloop's is no subclass
+        self.made_ns = time.monotonic_ns()
 
     def data_received(self, data: bytes) -> None:
         self.pieces.append((data, time.monotonic_ns()))
@@ -147,6 +136,11 @@ class ProtocolStream(AsyncNetworkStream):
 
     def __init__(self, receiver: _Receiver) -> None:
         self._receiver = receiver
+
+    @property
+    def connected_ns(self) -> int | None:
+        """When the loop saw the TCP connect complete (the task that asked resumes later)."""
+        return self._receiver.made_ns
 
     @property
     def last_arrival_ns(self) -> int | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from wizard.probes.protocol_backend import timing_client
+from wizard.probes.lean_http import timing_client
 from wizard.probes.stream import RequestSpec, StreamSample, measure_stream, stream_report
 
 BURST_EVENTS = 4

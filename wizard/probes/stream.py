@@ -40,6 +40,7 @@ import httpx
 
 from wizard import safejson
 from wizard.probes.bounded import request_deadline_s
+from wizard.probes.lean_http import open_stream
 from wizard.probes.protocol_backend import arrival_clock
 from wizard.probes.reach import explain
 from wizard.probes.sse import OversizedEventError, SseParser
@@ -369,7 +370,8 @@ async def measure_stream(
     sample = StreamSample(send_ns=time.monotonic_ns())
 
     async def trace(event: str, info: dict[str, Any]) -> None:
-        now = time.monotonic_ns()
+        # The lean path hands over when the loop saw a step done, where it knows it (``when_ns``).
+        now = info.get("when_ns") or time.monotonic_ns()
         if sample.first_trace_ns is None:
             sample.first_trace_ns = now
         name = _TRACE_FIELDS.get(event)
@@ -381,8 +383,11 @@ async def measure_stream(
     try:
         async with (
             asyncio.timeout(deadline_s),
-            client.stream(
-                "POST", url, json=body, headers=headers, extensions={"trace": trace}
+            open_stream(
+                client,
+                client.build_request(
+                    "POST", url, json=body, headers=headers, extensions={"trace": trace}
+                ),
             ) as response,
         ):
             sample.headers_ns = time.monotonic_ns()

@@ -26,7 +26,7 @@ import httpx
 
 from wizard.errors import WizardError
 from wizard.measure import MeasurementSpec, summarize
-from wizard.probes.protocol_backend import timing_client
+from wizard.probes.lean_http import timing_client
 from wizard.probes.stream import RequestSpec, StreamSample, measure_stream
 
 Scenario = Literal["SingleStream", "Server", "Offline"]
