@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -155,6 +156,17 @@ REAL_CONFIGS: dict[str, dict[str, Any]] = {
     # The CPU build takes the flag: cache_config_info says enable_prefix_caching="False".
     "prefix_off": {"args": ("--no-enable-prefix-caching",)},
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give the processes the tests start a terminal's SIGINT.
+
+    A script that runs pytest in the background (`.ci/run ... &` in a non-interactive shell, which
+    has no job control) starts it with SIGINT ignored, and every walk a test starts inherits that:
+    in such a CI rehearsal the Ctrl-C tests' SIGINT did nothing (the walk ran to its end, exit 0;
+    the demo outlived its 60 s). The tests stand for a user at a terminal, where SIGINT is live."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
