@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from tests.realvllm import REAL_API_KEY, RealVllm, vllm_python
+from wizard import transcript
 
 URL_LINE = re.compile(r"listening on (http://\S+)")
 
@@ -83,6 +84,21 @@ def assert_export_contract(data: dict[str, Any]) -> None:
 def wizard_command(*args: str) -> list[str]:
     """The command line for running latency-wizard from this checkout's interpreter."""
     return [sys.executable, "-m", "wizard", *args]
+
+
+def leftover_processes(path: Path) -> list[str]:
+    """Processes still running from the demo that wrote this transcript, and from no other.
+
+    Its simulator and nginx run from temporary folders of their own, named in the header: only
+    command lines naming those folders count, so a demo or a test beside this one never does.
+    """
+    header = transcript.load(path).header
+    folders = {str(Path(header[key]).parent) for key in ("vllm_log",) if header.get(key)}
+    if header.get("nginx_conf"):
+        folders.add(str(Path(header["nginx_conf"]).parent.parent))
+    assert folders, header
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+    return [line for line in ps if any(f in line for f in folders) and "ps -eo" not in line]
 
 
 def start_sim(

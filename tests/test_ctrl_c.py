@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.conftest import SimProcess, wizard_command
+from tests.conftest import SimProcess, leftover_processes, wizard_command
 from wizard import transcript
 
 HOOK = Path(__file__).parent / "sigint_hook"
@@ -111,19 +111,29 @@ def test_ctrl_c_stops_run_at_every_step(healthy_sim: SimProcess, tmp_path: Path,
     assert_interrupted(process, out, err, path, f"latency-wizard resume {path}", children)
 
 
-DEMO_STEPS = {"setting up": header_only, "load round": reached("answer")}
+# The demo: setting up, a load round, and its simulator's restart with a changed flag (kv-pressure's
+# first finding, LAT010, is applied at once: the restart runs in a thread the walk awaits).
+DEMO_STEPS: dict[str, tuple[str, Callable[[list[dict[str, Any]]], bool]]] = {
+    "setting up": ("healthy", header_only),
+    "load round": ("healthy", reached("answer")),
+    "simulator restart": ("kv-pressure", reached("finding")),
+}
 
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("step", DEMO_STEPS, ids=list(DEMO_STEPS))
 def test_ctrl_c_stops_the_demo_and_its_simulator(tmp_path: Path, step: str) -> None:
+    scenario, ready = DEMO_STEPS[step]
     path = tmp_path / "demo.ndjson"
-    command = wizard_command("demo", "--auto", "--no-nginx", "--transcript", str(path))
-    process, out, err, children = interrupt_when(command, path, DEMO_STEPS[step])
+    command = wizard_command(
+        "demo", "--auto", "--no-nginx", "--scenario", scenario, "--transcript", str(path)
+    )
+    process, out, err, children = interrupt_when(command, path, ready)
     assert children  # its simulator
     assert_interrupted(
         process, out, err, path, "start it again with: latency-wizard demo", children
     )
+    assert not leftover_processes(path)  # a simulator started after the signal too
 
 
 # An interrupt delivered at a chosen point (tests/sigint_hook): `wizard.aio.run`'s second call is
