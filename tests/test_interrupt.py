@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -90,3 +93,28 @@ def test_an_ignored_sigint_stays_ignored() -> None:
             assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+async def ctrl_c_twice_while_a_thread_runs() -> None:
+    def work() -> None:  # a LoadGen run, the demo's restart: the loop waits for it as it closes
+        os.kill(os.getpid(), signal.SIGINT)  # the first cancels the task awaiting this thread
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGINT)  # the second comes while the loop waits for it
+        time.sleep(0.3)
+
+    await asyncio.to_thread(work)
+
+
+def test_a_second_ctrl_c_while_the_loop_waits_for_its_threads_breaks_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It used to cut the loop's shutdown short: uvloop's shutdown thread then failed with 'Event
+    loop is closed', a traceback on the terminal."""
+    failures: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda failed: failures.append(failed.exc_value))
+    with interrupt.taken(), pytest.raises(KeyboardInterrupt):
+        aio.run(ctrl_c_twice_while_a_thread_runs())
+    for thread in threading.enumerate():  # the loop's worker and shutdown threads, if still there
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join(30)
+    assert failures == []

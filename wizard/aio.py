@@ -27,8 +27,8 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         raise KeyboardInterrupt
 
     async def interruptible() -> T:
-        with interrupt.cancels(asyncio.current_task()):
-            return await coro
+        interrupt.watch(asyncio.current_task())
+        return await coro
 
     try:
         import uvloop
@@ -42,5 +42,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         if interrupt.requested():
             raise KeyboardInterrupt from None
         raise
+    finally:
+        interrupt.watch(None)
     interrupt.check()
     return result

@@ -8,7 +8,9 @@ an event loop. Here the interrupt is first recorded, then acted on: while ``aio.
 coroutine its task is cancelled, as asyncio.run would; otherwise KeyboardInterrupt is raised.
 ``check`` raises it again where an earlier one may have been dropped (``aio.run`` calls it before
 and after each loop), so a Ctrl-C always ends the command; the dropped one is not printed as an
-"Exception ignored" traceback. A second Ctrl-C raises at once.
+"Exception ignored" traceback. A second Ctrl-C raises at once while the task still runs; once it
+has ended and its loop only waits for its threads (a LoadGen run, the demo's restart), which the
+process would wait for at exit anyway, further ones are only recorded.
 
 A SIGINT the command was started with ignored (by a shell running it in the background, as POSIX
 shells without job control do) stays ignored, as every program does: only Python's default
@@ -27,9 +29,8 @@ from types import FrameType
 from typing import Any
 
 _requested = False
-# The task ``aio.run`` is running (and its loop): what a first Ctrl-C cancels.
+# The task ``aio.run`` runs (until its loop is closed): what a first Ctrl-C cancels.
 _task: asyncio.Task[Any] | None = None
-_loop: asyncio.AbstractEventLoop | None = None
 
 
 def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -37,10 +38,16 @@ def on_signal(signum: int, frame: FrameType | None) -> None:
     global _requested
     first = not _requested
     _requested = True
-    if first and _task is not None and _loop is not None and not _task.done():
-        _task.cancel()
-        _loop.call_soon_threadsafe(_wake)  # the loop may sleep in select() with a long timeout
-        return
+    if _task is not None:
+        if _task.done():
+            # Cancelled already, its loop is closing: it waits for its threads (a LoadGen run,
+            # the demo's restart) whatever comes, and raising here would leave them to print
+            # tracebacks (and a restarted simulator running).
+            return
+        if first:
+            _task.cancel()
+            _task.get_loop().call_soon_threadsafe(_wake)  # it may sleep in select()
+            return
     raise KeyboardInterrupt
 
 
@@ -87,12 +94,9 @@ def check() -> None:
         raise KeyboardInterrupt
 
 
-@contextmanager
-def cancels(task: asyncio.Task[Any] | None) -> Iterator[None]:
-    """While inside, a Ctrl-C cancels ``task`` (the one running on this thread's loop)."""
-    global _task, _loop
-    _task, _loop = task, asyncio.get_running_loop()
-    try:
-        yield
-    finally:
-        _task = _loop = None
+def watch(task: asyncio.Task[Any] | None) -> None:
+    """Have a Ctrl-C cancel ``task`` (None: no task runs); one that came already cancels it now."""
+    global _task
+    _task = task
+    if task is not None and _requested:
+        task.cancel()
