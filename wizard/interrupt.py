@@ -29,6 +29,7 @@ from types import FrameType
 from typing import Any
 
 _requested = False
+_held = False
 # The task ``aio.run`` runs (until its loop is closed): what a first Ctrl-C cancels.
 _task: asyncio.Task[Any] | None = None
 
@@ -38,6 +39,8 @@ def on_signal(signum: int, frame: FrameType | None) -> None:
     global _requested
     first = not _requested
     _requested = True
+    if _held:
+        return
     if _task is not None:
         if _task.done():
             # Cancelled already, its loop is closing: it waits for its threads (a LoadGen run,
@@ -92,6 +95,18 @@ def check() -> None:
     """Raise KeyboardInterrupt if a Ctrl-C came (its first KeyboardInterrupt may have been lost)."""
     if _requested:
         raise KeyboardInterrupt
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """Inside, a Ctrl-C is only recorded (``check``, or the next ``aio.run``, raises it): for a step
+    that must not be cut in two, as writing a transcript's header and handing its writer on."""
+    global _held
+    _held = True
+    try:
+        yield
+    finally:
+        _held = False
 
 
 def watch(task: asyncio.Task[Any] | None) -> None:

@@ -1,7 +1,8 @@
 """Ctrl-C at a chosen point of a ``latency-wizard`` subprocess (tests/test_ctrl_c.py).
 
-Put this folder on the child's PYTHONPATH with ``WIZARD_TEST_SIGINT=module:function:call:how``:
-the ``call``-th call of ``module.function`` first sends the process a SIGINT, then runs as usual.
+Put this folder on the child's PYTHONPATH with ``WIZARD_TEST_SIGINT=module:function:call:how``
+(``function`` may be ``Class.method``): the ``call``-th call of ``module.function`` first sends the
+process a SIGINT, then runs as usual; with ``:return`` added, it sends it as the call returns.
 ``how`` is where the signal's KeyboardInterrupt is raised: ``plain`` (the caller's own code),
 ``weakref`` (a weakref callback, where CPython prints "Exception ignored" and drops it: what an
 interrupt landing during an import often met), ``exec`` (code compiled from a string, as the
@@ -37,20 +38,26 @@ def _interrupt(how: str) -> None:
 
 
 def _install(where: str) -> None:
-    module_name, name, call, how = where.split(":")
-    module = importlib.import_module(module_name)
-    original = getattr(module, name)
+    module_name, name, call, how, *at = where.split(":")
+    owner = importlib.import_module(module_name)
+    *path, name = name.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    original = getattr(owner, name)
     calls = 0
 
     @functools.wraps(original)
     def wrapped(*args, **kwargs):  # type: ignore[no-untyped-def]
         nonlocal calls
         calls += 1
-        if calls == int(call):
+        if calls == int(call) and at != ["return"]:
             _interrupt(how)
-        return original(*args, **kwargs)
+        result = original(*args, **kwargs)
+        if calls == int(call) and at == ["return"]:
+            _interrupt(how)
+        return result
 
-    setattr(module, name, wrapped)
+    setattr(owner, name, wrapped)
 
 
 if _WHERE:

@@ -330,11 +330,15 @@ def preflight(
 
 
 def _create(path: Path, header: dict[str, Any], redactor: Any) -> Any:
+    """The transcript's writer, its header written. A Ctrl-C meanwhile is held until the walk
+    starts (``execute``), which keeps the transcript and prints how to resume it."""
+    from wizard import interrupt
     from wizard.errors import UsageError
     from wizard.transcript import TranscriptWriter
 
     try:
-        return TranscriptWriter.create(path, header, redactor)
+        with interrupt.held():
+            return TranscriptWriter.create(path, header, redactor)
     except PermissionError:
         raise UsageError(f"cannot write the transcript at {path}: permission denied") from None
     except OSError as exc:
