@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ import httpx
 import pytest
 
 from tests.realvllm import REAL_API_KEY, RealVllm, vllm_python
+from wizard import transcript
 
 URL_LINE = re.compile(r"listening on (http://\S+)")
 
@@ -94,6 +96,21 @@ def refused_start(port: int, log: Path, *flags: str) -> None:
     assert refused.returncode == 1, refused.stderr
 
 
+def leftover_processes(path: Path) -> list[str]:
+    """Processes still running from the demo that wrote this transcript, and from no other.
+
+    Its simulator and nginx run from temporary folders of their own, named in the header: only
+    command lines naming those folders count, so a demo or a test beside this one never does.
+    """
+    header = transcript.load(path).header
+    folders = {str(Path(header[key]).parent) for key in ("vllm_log",) if header.get(key)}
+    if header.get("nginx_conf"):
+        folders.add(str(Path(header["nginx_conf"]).parent.parent))
+    assert folders, header
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+    return [line for line in ps if any(f in line for f in folders) and "ps -eo" not in line]
+
+
 def start_sim(
     tmp_path: Path, *args: str, wait: bool = True, env: dict[str, str] | None = None
 ) -> SimProcess:
@@ -165,6 +182,17 @@ REAL_CONFIGS: dict[str, dict[str, Any]] = {
     # The CPU build takes the flag: cache_config_info says enable_prefix_caching="False".
     "prefix_off": {"args": ("--no-enable-prefix-caching",)},
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give the processes the tests start a terminal's SIGINT.
+
+    A script that runs pytest in the background (`.ci/run ... &` in a non-interactive shell, which
+    has no job control) starts it with SIGINT ignored, and every walk a test starts inherits that:
+    in such a CI rehearsal the Ctrl-C tests' SIGINT did nothing (the walk ran to its end, exit 0;
+    the demo outlived its 60 s). The tests stand for a user at a terminal, where SIGINT is live."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

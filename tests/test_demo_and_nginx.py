@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import wizard_command
+from tests.conftest import leftover_processes, wizard_command
 from wizard import transcript
 from wizard.nginx_runner import Nginx, find_nginx
 
@@ -31,21 +31,6 @@ def demo(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], 
         capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     return result, path
-
-
-def leftover_processes(path: Path) -> list[str]:
-    """Processes still running from the demo that wrote this transcript, and from no other.
-
-    Its simulator and nginx run from temporary folders of their own, named in the header: only
-    command lines naming those folders count, so a demo or a test beside this one never does.
-    """
-    header = transcript.load(path).header
-    folders = {str(Path(header[key]).parent) for key in ("vllm_log",) if header.get(key)}
-    if header.get("nginx_conf"):
-        folders.add(str(Path(header["nginx_conf"]).parent.parent))
-    assert folders, header
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
-    return [line for line in ps if any(f in line for f in folders) and "ps -eo" not in line]
 
 
 @requires_nginx

@@ -3,6 +3,10 @@
 On the 2-core reference machine the stock selector loop wakes 1.5 ms late at the median even when
 idle, while uvloop wakes 0.2 ms late; at 64 streams that halves the client's TTFT error
 (benchmarks/README.md).
+
+A Ctrl-C (``wizard.interrupt``) cancels the coroutine's task and comes out of ``run`` as
+KeyboardInterrupt; one that came before the loop started, or whose cancellation the coroutine
+swallowed, is raised here too.
 """
 
 from __future__ import annotations
@@ -11,13 +15,34 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from wizard import interrupt
+
 T = TypeVar("T")
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run`` on uvloop if available."""
+    """``asyncio.run`` on uvloop if available, interrupted by Ctrl-C."""
+    if interrupt.requested():
+        coro.close()  # never started: no "coroutine was never awaited" warning
+        raise KeyboardInterrupt
+
+    async def interruptible() -> T:
+        interrupt.watch(asyncio.current_task())
+        return await coro
+
     try:
         import uvloop
     except ImportError:
-        return asyncio.run(coro)
-    return uvloop.run(coro)
+        runner: Any = asyncio.run
+    else:
+        runner = uvloop.run
+    try:
+        result: T = runner(interruptible())
+    except asyncio.CancelledError:
+        if interrupt.requested():
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        interrupt.watch(None)
+    interrupt.check()
+    return result

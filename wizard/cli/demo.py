@@ -71,7 +71,7 @@ def demo_command(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from wizard import playbook
+    from wizard import interrupt, playbook
     from wizard.cli.run import _create, default_language, default_transcript_path, execute
     from wizard.demo import DemoStack, engine_flags
     from wizard.operator import AutoOperator, InteractiveOperator, ScriptedOperator
@@ -88,11 +88,9 @@ def demo_command(args: argparse.Namespace) -> int:
     stack = DemoStack(args.scenario, with_nginx=not args.no_nginx)
     stack.sim_flags.update(flags)
 
-    def terminate(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
     lang = args.lang or default_language()
-    previous = signal.signal(signal.SIGTERM, terminate)
+    # SIGTERM ends the demo as Ctrl-C does: the walk's task is cancelled, its processes stopped.
+    previous = signal.signal(signal.SIGTERM, interrupt.on_signal)
     try:
         screen.print(say("demo.starting", lang, scenario=args.scenario), soft_wrap=True)
         stack.start()

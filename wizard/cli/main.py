@@ -44,8 +44,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    from wizard import interrupt
+
     try:
-        code: int = args.handler(args)
+        with interrupt.taken():
+            code: int = args.handler(args)
     except WizardError as exc:
         from wizard.cli.inputs import language
         from wizard.words import say

@@ -330,11 +330,15 @@ def preflight(
 
 
 def _create(path: Path, header: dict[str, Any], redactor: Any) -> Any:
+    """The transcript's writer, its header written. A Ctrl-C meanwhile is held until the walk
+    starts (``execute``), which keeps the transcript and prints how to resume it."""
+    from wizard import interrupt
     from wizard.errors import UsageError
     from wizard.transcript import TranscriptWriter
 
     try:
-        return TranscriptWriter.create(path, header, redactor)
+        with interrupt.held():
+            return TranscriptWriter.create(path, header, redactor)
     except PermissionError:
         raise UsageError(f"cannot write the transcript at {path}: permission denied") from None
     except OSError as exc:
@@ -418,20 +422,19 @@ def _spinner(screen: Any, lang: str) -> tuple[Any, Any]:
     return busy, progress
 
 
-def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_key: str | None,
-            header: dict[str, Any], events: list[dict[str, Any]], resume_hint: str | None = None,
-            fleet: dict[str, Any] | None = None) -> int:  # fmt: skip
-    """Walk (or continue) with live rendering; keep the transcript on Ctrl-C and say how to resume."""
+def _walk(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_key: str | None,
+          header: dict[str, Any], events: list[dict[str, Any]], fleet: dict[str, Any] | None,
+          lang: str) -> tuple[Any, Any]:  # fmt: skip
+    """Set the session up and walk; return the console and the session."""
     from wizard import aio
     from wizard.auth import auth_headers
-    from wizard.engine import Session, check_resumed_server, outcome, restore, walk
+    from wizard.engine import Session, check_resumed_server, restore, walk
     from wizard.probes.runner import ProbeContext
     from wizard.render import console
     from wizard.render_events import render_event
     from wizard.words import say
     from wizard.workload import Workload
 
-    lang = args.lang or header.get("lang") or default_language()
     screen = console()
 
     def show(event: dict[str, Any]) -> None:
@@ -453,17 +456,35 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
         screen.print(
             say("end.resuming", lang, path=writer.path, start=start), style="bold", soft_wrap=True
         )
+        aio.run(check_resumed_server(session, str(start)))
+    aio.run(walk(session, start))
+    return screen, session
+
+
+def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_key: str | None,
+            header: dict[str, Any], events: list[dict[str, Any]], resume_hint: str | None = None,
+            fleet: dict[str, Any] | None = None) -> int:  # fmt: skip
+    """Walk (or continue) with live rendering; keep the transcript on Ctrl-C and say how to resume.
+
+    Everything after the transcript was created is inside the Ctrl-C handling, the imports and the
+    session's setup too: an interrupt there also leaves a transcript to resume."""
+    lang = args.lang or header.get("lang") or default_language()
     try:
-        if events:
-            aio.run(check_resumed_server(session, str(start)))
-        aio.run(walk(session, start))
+        screen, session = _walk(book, writer, operator, args, api_key, header, events, fleet, lang)
     except KeyboardInterrupt:
+        from wizard.render import console
+        from wizard.words import say
+
+        screen = console()
         screen.print(say("end.interrupted", lang, path=writer.path), soft_wrap=True)
         screen.print(resume_hint or say("end.resume", lang, command=f"latency-wizard resume {writer.path}"),
                      soft_wrap=True)  # fmt: skip
         return 130
     finally:
         writer.close()
+    from wizard.engine import outcome
+    from wizard.words import say
+
     _print_answer(screen, writer.path, lang)
     screen.print(say("end.transcript", lang, path=writer.path), soft_wrap=True)
     screen.print(
