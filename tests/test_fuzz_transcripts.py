@@ -204,3 +204,18 @@ def test_a_finding_of_no_known_severity_is_left_out_of_the_summary(tmp_path: Pat
     loaded = transcript.load(write_rechained(tmp_path / "edited.ndjson", header, events))
     built = report.build(loaded, "en")
     assert any("not one of info, warn, fail" in line for line in built["unreadable_events"])
+
+
+# Found by the sweep on example 3 once a walk first measured after a change (the summary's "after
+# the fix"): a wrong-typed round count sliced the changes, a round name that was a list was a key.
+@pytest.mark.parametrize(
+    ("kind", "key", "value"),
+    [("measurement", "changes_before", "x"), ("comparison", "after", []),
+     ("comparison", "before", {})],
+)  # fmt: skip
+def test_wrong_typed_round_references_replay_and_export(kind: str, key: str, value: Any) -> None:
+    header, events = read_records(EXAMPLES[2])
+    assert EXAMPLES[2].name.startswith("3-did-not-start")
+    index = next(i for i, e in enumerate(events) if e["type"] == kind and key in e["data"])
+    assert edit(events, index, (key,), value)
+    replay_and_export(header, events)

@@ -139,8 +139,9 @@ SHAPES: dict[str, Any] = {
     "change": {"code": str, "layer": ANY, "parameter": ANY, "before": ANY, "after": ANY},
     "comparison": {
         "against": ANY,
-        "before": ANY,
-        "after": ANY,
+        # Round names: the summary looks the rounds' facts up by them.
+        "before": str,
+        "after": str,
         "segments": [
             {
                 "segment": str,
@@ -169,6 +170,8 @@ SHAPES: dict[str, Any] = {
         "fingerprint": ANY,
         "spec": {"access_path": ANY, "endpoint?": str},
         "repeat_of?": ANY,
+        # How many changes came before the round: the summary slices the changes by it.
+        "changes_before?": Opt(int),
     },
     "end": {
         "findings": [str],
