@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from wizard.words_views import VIEW_WORDS
+
 LANGS = ("en", "zh")
 
 SEGMENT_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
 
 WORDS: dict[str, dict[str, str]] = {
+    **VIEW_WORDS,
     # punctuation: Chinese text takes full-width separators and brackets
     "sep": {"en": "; ", "zh": "；"},
     "comma": {"en": ", ", "zh": "，"},

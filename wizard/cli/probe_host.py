@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from wizard.cli.inputs import chosen_language, lang_argument
+
 HOST_DESCRIPTION = """\
 What the GPU host has: physical CPU cores against GPUs (vLLM wants at least 2 + N physical cores
 for N GPUs), the GPUs and their memory (which sets vLLM's default token budget), whether they are
@@ -35,8 +37,7 @@ def register(probes: Any) -> None:
     # The old spelling, kept for the scripts that use it (docs/cli.md), out of --help.
     host.add_argument("--evidence", dest="host_evidence", help=argparse.SUPPRESS)
     host.add_argument("--json", action="store_true", help="print one JSON object")
-    host.add_argument("--lang", choices=["en", "zh"],
-                      help="zh: what was found as sentences in Chinese (default: from $LANG)")  # fmt: skip
+    lang_argument(host, "what was found as sentences")
     host.set_defaults(handler=run_host)
     topology = probes.add_parser(
         "topology", help="read `nvidia-smi topo -m` output: GPUs and NVLink pairs",
@@ -55,7 +56,6 @@ def run_host(args: argparse.Namespace) -> int:
     """Print what is known about the GPU host."""
     import json
 
-    from wizard.cli.run import default_language
     from wizard.probes.host import gather
     from wizard.render_events import host_line
 
@@ -63,7 +63,7 @@ def run_host(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(facts, indent=2))
         return 0
-    lang = args.lang or default_language()
+    lang = chosen_language(args)
     if lang != "en":  # the walk's own sentences; English keeps the lines scripts read
         print(host_line(facts, lang, every_note=True))
         return 0
