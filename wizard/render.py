@@ -180,37 +180,64 @@ class LoadProgressView:
                    tpot50=_ms(percentile(progress.tpot_ms, 50)))  # fmt: skip
 
 
-def validation_view(report: dict[str, Any]) -> Group:
+def validation_view(report: dict[str, Any], lang: str = "en") -> Group:
     """LoadGen runs: verdict, reasons, LoadGen's numbers and the client's."""
-    parts: list[Any] = [Text(f"{report['target']}: LoadGen logs in {report['outdir']}")]
+    parts: list[Any] = [
+        Text(say("view.loadgen_logs", lang, target=report["target"], outdir=report["outdir"]))
+    ]
     for run in report["runs"]:
         style = "bold green" if run["result"] == "VALID" else "bold red"
-        rate = f" at {run['spec']['target_qps']:g} qps" if run["scenario"] != "SingleStream" else ""
-        counts = f" ({run['succeeded']} of {run['queries']} queries succeeded)"
-        parts.append(Text(f"{run['scenario']}{rate}: {run['result']}{counts}", style=style))
-        parts.extend(Text(f"  - {reason}") for reason in run["reasons"])
+        rate = (say("view.at_qps", lang, qps=f"{run['spec']['target_qps']:g}")
+                if run["scenario"] != "SingleStream" else "")  # fmt: skip
+        counts = say("view.queries_ok", lang, succeeded=run["succeeded"], queries=run["queries"])
+        parts.append(Text(say("view.run_result", lang, scenario=run["scenario"], rate=rate, result=run["result"],
+                              counts=counts), style=style))  # fmt: skip
+        reasons = run["reasons"] if lang == "en" else _loadgen_reasons(run, lang)
+        parts.extend(Text(f"  - {reason}") for reason in reasons)
         if run["note"]:
-            parts.append(Text(f"  note: {run['note']}", style="yellow"))
-        table = Table(
-            title=None if run["latency_evidence"] else "not latency evidence", title_justify="left"
-        )
+            note = run["note"] if lang == "en" else _loadgen_note(run, lang)
+            parts.append(Text("  " + say("view.note", lang, note=note), style="yellow"))
+        table = Table(title=None if run["latency_evidence"] else say("view.not_evidence", lang),
+                      title_justify="left")  # fmt: skip
         table.add_column("LoadGen")
-        table.add_column("value", justify="right")
+        table.add_column(say("view.value", lang), justify="right")
         for key, value in run["loadgen"].items():
-            table.add_row(
-                key,
-                "-"
-                if value is None
-                else f"{value:.1f}"
-                if isinstance(value, float)
-                else str(value),
+            label = key if lang == "en" else say(f"view.loadgen.{key}", lang)
+            shown = (
+                "-" if value is None else f"{value:.1f}" if isinstance(value, float) else str(value)
             )
+            table.add_row(label, shown)
         parts.append(table)
     if report.get("peak_qps") is not None:
-        parts.append(
-            Text(f"highest VALID Server rate found: {report['peak_qps']:g} qps", style="bold")
-        )
+        parts.append(Text(say("view.peak", lang, qps=f"{report['peak_qps']:g}"), style="bold"))
     return Group(*parts)
+
+
+def _loadgen_reasons(run: dict[str, Any], lang: str) -> list[str]:
+    """A run's reasons, said again: the wizard's own (failed queries, recorded first) from the
+    run's counts; LoadGen's quoted as LoadGen wrote them."""
+    ours: list[str] = []
+    if run["queries"] == 0:
+        ours.append(say("view.no_query", lang))
+    elif run["failed"]:
+        kinds = say("comma", lang).join(
+            f"`{kind}` {n}" for kind, n in sorted(run["errors"].items())
+        )
+        first = run.get("first_error") or {}
+        message = first.get("message") or first.get("kind")
+        ours.append(say("view.queries_failed", lang, failed=run["failed"], queries=run["queries"], kinds=kinds,
+                        nothing=say("view.nothing_ok", lang) if run["failed"] >= run["queries"] else "",
+                        first=say("view.first_error", lang, message=message) if message else ""))  # fmt: skip
+    return ours + [
+        say("view.loadgen_said", lang, reason=reason) for reason in run["reasons"][len(ours) :]
+    ]
+
+
+def _loadgen_note(run: dict[str, Any], lang: str) -> str:
+    """The run's note (recorded in English), from what it is about (as ``probe validate`` chose it)."""
+    if run["scenario"] == "Offline":
+        return say("view.offline_note", lang)
+    return say("view.error_note" if run["result"] == "ERROR" else "view.failed_note", lang)
 
 
 def proxy_view(report: dict[str, Any], lang: str = "en") -> Group:

@@ -380,6 +380,9 @@ WORDS: dict[str, dict[str, str]] = {
     # values a probe records as words of its own
     "value.interconnect.single": {"en": "one GPU (no link)", "zh": "单 GPU（无互联）"},
     "value.interconnect.mixed": {"en": "mixed", "zh": "混合"},
+    # English keeps the probe's own word (the walk's host line printed it so).
+    "value.interconnect.nvlink": {"en": "nvlink", "zh": "NVLink"},
+    "value.interconnect.pcie": {"en": "pcie", "zh": "PCIe"},
     "value.interconnect.unknown": {"en": "unknown", "zh": "未知"},
     "value.varying_kind.timestamp": {"en": "timestamp", "zh": "时间戳"},
     "value.varying_kind.uuid": {"en": "UUID", "zh": "UUID"},

@@ -244,4 +244,73 @@ VIEW_WORDS: dict[str, dict[str, str]] = {
         "en": "mean ITL {mean} ms is below the smallest histogram bucket ({smallest} ms): use the client's ITL",
         "zh": "平均 ITL {mean} ms 低于直方图最小桶（{smallest} ms）：无法从该直方图读出服务端 ITL 百分位，请用客户端的 ITL",
     },
+    # probe topology
+    "topology.error": {
+        "en": "{file}: {error} (expected the output of `nvidia-smi topo -m`)",
+        "zh": "{file}：{error}（应为 `nvidia-smi topo -m` 的输出）",
+    },
+    "topology.no_matrix": {"en": "no GPU matrix found", "zh": "没有找到 GPU 矩阵"},
+    "topology.p2p": {
+        "en": "a peer-access matrix (nvidia-smi topo -p2p), not the link matrix of topo -m",
+        "zh": "这是点对点访问矩阵（`nvidia-smi topo -p2p`），不是 `topo -m` 的互联矩阵",
+    },
+    "topology.line": {
+        "en": "GPUs: {gpus}, interconnect: {interconnect}",
+        "zh": "GPU：{gpus} 块，互联：{interconnect}",
+    },
+    "topology.pair": {"en": "  {a} - {b}: {link}", "zh": "  {a} - {b}：{link}"},
+    # probe validate (LoadGen's own reasons are quoted as it wrote them)
+    "view.loadgen_logs": {
+        "en": "{target}: LoadGen logs in {outdir}",
+        "zh": "{target}：LoadGen 日志在 {outdir}",
+    },
+    "view.at_qps": {"en": " at {qps} qps", "zh": "，{qps} qps"},
+    "view.queries_ok": {
+        "en": " ({succeeded} of {queries} queries succeeded)",
+        "zh": "（{queries} 个查询中 {succeeded} 个成功）",
+    },
+    "view.run_result": {
+        "en": "{scenario}{rate}: {result}{counts}",
+        "zh": "{scenario}{rate}：{result}{counts}",
+    },
+    "view.not_evidence": {"en": "not latency evidence", "zh": "不能作为延迟证据"},
+    "view.value": {"en": "value", "zh": "值"},
+    "view.peak": {
+        "en": "highest VALID Server rate found: {qps} qps",
+        "zh": "找到的最高 VALID Server 速率：{qps} qps",
+    },
+    "view.no_query": {"en": "no query was issued", "zh": "没有发出任何查询"},
+    "view.queries_failed": {
+        "en": "{failed} of {queries} queries failed ({kinds}){nothing}{first}",
+        "zh": "{queries} 个查询中 {failed} 个失败（{kinds}）{nothing}{first}",
+    },
+    "view.nothing_ok": {"en": ", nothing succeeded", "zh": "，没有一个成功"},
+    "view.first_error": {"en": "; first error: {message}", "zh": "；第一个错误：`{message}`"},
+    "view.loadgen_said": {"en": "{reason}", "zh": "LoadGen 原文：`{reason}`"},
+    "view.offline_note": {
+        "en": "Offline measures throughput only; it is not evidence of online latency (P6.6)",
+        "zh": "Offline 只衡量吞吐，不能作为在线延迟的证据（P6.6）",
+    },
+    "view.error_note": {
+        "en": "no query succeeded: nothing was measured, LoadGen's latencies are not shown",
+        "zh": "没有查询成功：什么也没测到，不显示 LoadGen 的延迟",
+    },
+    "view.failed_note": {
+        "en": "LoadGen's latencies include the failed queries' replies: not latency evidence",
+        "zh": "LoadGen 的延迟包含了失败查询的回复：不能作为延迟证据",
+    },
+    "view.loadgen.query_count": {"en": "query_count", "zh": "查询数"},
+    "view.loadgen.latency_p90_ms": {"en": "latency_p90_ms", "zh": "延迟 p90（ms）"},
+    "view.loadgen.latency_p99_ms": {"en": "latency_p99_ms", "zh": "延迟 p99（ms）"},
+    "view.loadgen.early_stopping_p90_ms": {
+        "en": "early_stopping_p90_ms",
+        "zh": "提前停止估计 p90（ms）",
+    },
+    "view.loadgen.ttft_p99_ms": {"en": "ttft_p99_ms", "zh": "TTFT p99（ms）"},
+    "view.loadgen.tpot_p99_ms": {"en": "tpot_p99_ms", "zh": "TPOT p99（ms）"},
+    "view.loadgen.completed_samples_per_s": {
+        "en": "completed_samples_per_s",
+        "zh": "每秒完成的样本",
+    },
+    "view.loadgen.tokens_per_s": {"en": "tokens_per_s", "zh": "每秒 token"},
 }

@@ -49,6 +49,7 @@ def register(probes: Any) -> None:
     topology.add_argument("file", nargs="?", default="-", help="the saved output, or - for stdin")
     topology.add_argument("--visible", metavar="IDS", help="CUDA_VISIBLE_DEVICES of the server")
     topology.add_argument("--json", action="store_true", help="print one JSON object")
+    lang_argument(topology, "the GPUs and their links")
     topology.set_defaults(handler=run_topology)
 
 
@@ -81,20 +82,27 @@ def run_topology(args: argparse.Namespace) -> int:
     import json
 
     from wizard.cli.inputs import text_input
-    from wizard.probes.topology import interconnect, parse_topology
+    from wizard.probes.topology import TOPOLOGY_ERRORS, interconnect, parse_topology
+    from wizard.words import say, value_word
 
     with text_input(args.file) as handle:
         text = handle.read()
     topology = parse_topology(text)
     topology["interconnect"] = interconnect(topology, args.visible)
+    lang = chosen_language(args)
     if args.json:
         print(json.dumps(topology, indent=2))
     elif topology.get("error"):
-        print(f"{args.file}: {topology['error']} (expected the output of `nvidia-smi topo -m`)")
+        error = topology["error"]
+        if lang != "en":
+            error = say(TOPOLOGY_ERRORS[error], lang)
+        print(say("topology.error", lang, file=args.file, error=error))
     else:
-        print(f"GPUs: {topology['gpus']}, interconnect: {topology['interconnect']}")
+        link = topology["interconnect"]
+        print(say("topology.line", lang, gpus=topology["gpus"],
+                  interconnect=link if lang == "en" else value_word("interconnect", link, lang)))  # fmt: skip
         for pair in topology["pairs"]:
-            print(f"  {pair['a']} - {pair['b']}: {pair['link']}")
+            print(say("topology.pair", lang, a=pair["a"], b=pair["b"], link=pair["link"]))
         for note in topology["notes"]:
-            print(f"note: {note}")
+            print(say("view.note", lang, note=note))
     return 1 if topology.get("error") else 0
