@@ -330,19 +330,18 @@ def _with_source(value: str | None, source: str | None, lang: str = "en") -> str
     return paren(value, say("view.nginx_default", lang), lang) if source == "default" else value
 
 
-def fleet_view(report: dict[str, Any]) -> Group:
+def fleet_view(report: dict[str, Any], lang: str = "en") -> Group:
     """Every replica over the window (percentiles with their buckets), then who differs and why."""
-    table = Table(
-        title=f"fleet over the last {report['window']} ({report['replica_count']} replicas, "
-        f"{report['prometheus']})", title_justify="left",
-    )  # fmt: skip
-    for column in ("replica", "share", "waiting avg/max", "preempt", "KV peak", "TTFT p95",
-                   "ITL p95", "queue p95"):  # fmt: skip
-        table.add_column(column)
+    table = Table(title=say("view.fleet_title", lang, window=report["window"], n=report["replica_count"],
+                            prometheus=report["prometheus"]), title_justify="left")  # fmt: skip
+    for column in ("replica", "share", "waiting", "preempt", "kv", "ttft", "itl", "queue"):
+        table.add_column(say(f"view.fleet_col.{column}", lang))
 
     def bucket(histogram: dict[str, Any]) -> str:
         p95 = histogram.get("p95")
-        return p95["text"].removeprefix("p95 ") if p95 else "-"
+        if not p95:
+            return "-"
+        return p95["text"].removeprefix("p95 ") if lang == "en" else _bounds(p95, lang)
 
     def number(value: float | None, form: str) -> str:
         return "-" if value is None else format(value, form)
@@ -358,20 +357,50 @@ def fleet_view(report: dict[str, Any]) -> Group:
     parts: list[Any] = [table]
     for r in report["replicas"]:
         if r["differs"]:
-            causes = f" -> {', '.join(r['causes'])}" if r["causes"] else ""
-            why = "; ".join(d["text"] for d in r["differs"])
-            parts.append(Text(f"{r['instance']} differs{causes}: {why}"))
+            causes = (
+                say("view.fleet_causes", lang, causes=", ".join(r["causes"])) if r["causes"] else ""
+            )
+            texts = [d["text"] if lang == "en" else _difference(d, lang) for d in r["differs"]]
+            parts.append(Text(say("view.fleet_differs", lang, instance=r["instance"], causes=causes,
+                                  why=say("sep", lang).join(texts))))  # fmt: skip
     look_at = report["look_at"]
     if look_at:
-        where = look_at["url"] or "its URL is unknown to Prometheus' targets"
-        parts.append(Text(f"look at {look_at['instance']} ({where})", style="bold"))
+        where = look_at["url"] or say("view.fleet_no_url", lang)
+        parts.append(
+            Text(
+                say("view.fleet_look_at", lang, instance=look_at["instance"], where=where),
+                style="bold",
+            )
+        )
     else:
-        parts.append(Text("no replica differs from the rest", style="green"))
+        parts.append(Text(say("view.fleet_none_differs", lang), style="green"))
     for down in report["targets_down"]:
-        parts.append(Text(f"target {down} is down in Prometheus", style="yellow"))
+        parts.append(Text(say("view.fleet_down", lang, target=down), style="yellow"))
     if report.get("note"):
-        parts.append(Text(report["note"], style="yellow"))
+        note = (
+            report["note"]
+            if lang == "en"
+            else say("view.fleet_no_series", lang, window=report["window"])
+        )
+        parts.append(Text(note, style="yellow"))
     return Group(*parts)
+
+
+def _bounds(quoted: dict[str, Any], lang: str) -> str:
+    """A percentile quoted with its bucket, as ``bucket_quantile`` says it in English."""
+    if quoted["high_ms"] is None:
+        return say("view.above", lang, low=f"{quoted['low_ms']:g}")
+    return say("view.between", lang, low=f"{quoted['low_ms']:g}", high=f"{quoted['high_ms']:g}")
+
+
+def _difference(found: dict[str, Any], lang: str) -> str:
+    """How a replica stands out (recorded in English), said again from its numbers."""
+    signal = say(f"view.fleet_signal.{found['signal']}", lang)
+    if isinstance(found["value"], dict):  # a percentile, quoted with its bucket
+        return say("view.fleet_percentile", lang, signal=signal, value=_bounds(found["value"], lang),
+                   others=_bounds(found["others_median"], lang))  # fmt: skip
+    return say("view.fleet_plain", lang, signal=signal, value=f"{found['value']:.3g}",
+               way=say(f"view.fleet_{found['direction']}", lang), centre=f"{found['others_median']:.3g}")  # fmt: skip
 
 
 def replicas_view(report: dict[str, Any]) -> Group:

@@ -313,4 +313,62 @@ VIEW_WORDS: dict[str, dict[str, str]] = {
         "zh": "每秒完成的样本",
     },
     "view.loadgen.tokens_per_s": {"en": "tokens_per_s", "zh": "每秒 token"},
+    # probe fleet
+    "view.fleet_title": {
+        "en": "fleet over the last {window} ({n} replicas, {prometheus})",
+        "zh": "最近 {window} 的集群（{n} 个副本，{prometheus}）",
+    },
+    "view.fleet_col.replica": {"en": "replica", "zh": "副本"},
+    "view.fleet_col.share": {"en": "share", "zh": "请求占比"},
+    "view.fleet_col.waiting": {"en": "waiting avg/max", "zh": "排队 平均/最大"},
+    "view.fleet_col.preempt": {"en": "preempt", "zh": "抢占"},
+    "view.fleet_col.kv": {"en": "KV peak", "zh": "KV 峰值"},
+    "view.fleet_col.ttft": {"en": "TTFT p95", "zh": "TTFT p95"},
+    "view.fleet_col.itl": {"en": "ITL p95", "zh": "ITL p95"},
+    "view.fleet_col.queue": {"en": "queue p95", "zh": "排队时间 p95"},
+    "view.between": {"en": "between {low} and {high} ms", "zh": "{low} 到 {high} ms 之间"},
+    "view.above": {"en": "above {low} ms", "zh": "高于 {low} ms"},
+    "view.fleet_causes": {"en": " -> {causes}", "zh": " -> {causes}"},
+    "view.fleet_differs": {
+        "en": "{instance} differs{causes}: {why}",
+        "zh": "{instance} 与其他副本不同{causes}：{why}",
+    },
+    "view.fleet_no_url": {
+        "en": "its URL is unknown to Prometheus' targets",
+        "zh": "Prometheus 的 targets 中没有它的 URL",
+    },
+    "view.fleet_look_at": {
+        "en": "look at {instance} ({where})",
+        "zh": "请查看 {instance}（{where}）",
+    },
+    "view.fleet_none_differs": {
+        "en": "no replica differs from the rest",
+        "zh": "没有副本与其他副本不同",
+    },
+    "view.fleet_down": {
+        "en": "target {target} is down in Prometheus",
+        "zh": "Prometheus 中的 target {target} 已下线",
+    },
+    "view.fleet_no_series": {
+        "en": "no vllm:* series in Prometheus over the last {window}: is it scraping the replicas "
+        "(and are they run without --disable-log-stats)?",
+        "zh": "最近 {window} 内 Prometheus 中没有 vllm:* 序列：它是否在抓取这些副本（副本是否未加 --disable-log-stats 运行）？",
+    },
+    "view.fleet_percentile": {
+        "en": "{signal} p95 {value} (the other replicas: p95 {others})",
+        "zh": "{signal} p95 {value}（其他副本：p95 {others}）",
+    },
+    "view.fleet_plain": {
+        "en": "{signal} {value} ({way}; the other replicas' median {centre})",
+        "zh": "{signal} {value}（{way}；其他副本的中位数 {centre}）",
+    },
+    "view.fleet_high": {"en": "high", "zh": "偏高"},
+    "view.fleet_low": {"en": "low", "zh": "偏低"},
+    "view.fleet_signal.requests": {"en": "requests", "zh": "请求数"},
+    "view.fleet_signal.preemptions": {"en": "preemptions", "zh": "抢占次数"},
+    "view.fleet_signal.waiting_avg": {"en": "waiting requests (average)", "zh": "平均排队请求"},
+    "view.fleet_signal.kv_peak": {"en": "KV cache peak", "zh": "KV 缓存峰值"},
+    "view.fleet_signal.ttft_p95": {"en": "TTFT", "zh": "TTFT"},
+    "view.fleet_signal.itl_p95": {"en": "ITL", "zh": "ITL"},
+    "view.fleet_signal.queue_p95": {"en": "queue time", "zh": "排队时间"},
 }
