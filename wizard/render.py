@@ -17,7 +17,7 @@ from rich.text import Text
 from wizard.measure import percentile
 from wizard.render_events import pick
 from wizard.terminal import printable
-from wizard.words import paren, say
+from wizard.words import count, paren, percent, say, segment_name
 
 PLAIN_PROGRESS_INTERVAL_S = 2.0
 
@@ -403,20 +403,14 @@ def _difference(found: dict[str, Any], lang: str) -> str:
                way=say(f"view.fleet_{found['direction']}", lang), centre=f"{found['others_median']:.3g}")  # fmt: skip
 
 
-def replicas_view(report: dict[str, Any]) -> Group:
+def replicas_view(report: dict[str, Any], lang: str = "en") -> Group:
     """Every replica measured directly, the balancer's share of requests, then what is wrong."""
     via = report.get("balancer_round") or {}
     shares = via.get("shares") or {}
-    table = Table(title=f"replicas from {report['source']}", title_justify="left")
-    for column in (
-        "replica",
-        "TTFT p50",
-        "TPOT p50",
-        "waiting max",
-        "preempt",
-        "share via balancer",
-    ):
-        table.add_column(column)
+    source = report["source"] if lang == "en" else _replicas_source(report, lang)
+    table = Table(title=say("view.replicas_title", lang, source=source), title_justify="left")
+    for column in ("replica", "ttft", "tpot", "waiting", "preempt", "share"):
+        table.add_column(say(f"view.replicas_col.{column}", lang))
 
     def ms(steady: dict[str, Any] | None, key: str) -> str:
         value = (steady or {}).get(key)
@@ -435,14 +429,64 @@ def replicas_view(report: dict[str, Any]) -> Group:
     parts: list[Any] = [table]
     for r in report["replicas"]:
         if r["error"]:
-            parts.append(Text(f"{r['url']}: {r['error']}", style="yellow"))
+            parts.append(
+                Text(
+                    say("view.replica_error", lang, url=r["url"], error=r["error"]), style="yellow"
+                )
+            )
     if via:
-        parts.append(Text(f"through the balancer {report['balancer']}: TTFT p50 "
-                          f"{ms(via.get('steady'), 'ttft_p50')}, TPOT p50 "
-                          f"{ms(via.get('steady'), 'tpot_p50')}"))  # fmt: skip
+        parts.append(Text(say("view.replicas_via", lang, balancer=report["balancer"],
+                              ttft=ms(via.get("steady"), "ttft_p50"), tpot=ms(via.get("steady"), "tpot_p50"))))  # fmt: skip
     for cause, text in report["evidence"].items():
-        parts.append(Text(f"{cause}: {text}", style="bold red"))
+        shown = text if lang == "en" else _replica_evidence(report, cause, lang)
+        parts.append(
+            Text(say("view.replica_cause", lang, cause=cause, text=shown), style="bold red")
+        )
     if not report["causes"]:
-        parts.append(Text("no replica is slower than the others; the balancer spreads the load",
-                          style="green"))  # fmt: skip
+        parts.append(Text(say("view.replicas_fine", lang), style="green"))
     return Group(*parts)
+
+
+def _replicas_source(report: dict[str, Any], lang: str) -> str:
+    """Where the replicas came from (recorded in English), said again."""
+    upstream = report.get("upstream")
+    if upstream:
+        return say(
+            "view.replicas_upstream",
+            lang,
+            name=upstream["name"],
+            file=upstream["file"],
+            line=upstream["line"],
+        )
+    return say("view.replicas_given", lang) if report["source"] == "--replica" else report["source"]
+
+
+def _replica_evidence(report: dict[str, Any], cause: str, lang: str) -> str:
+    """A cause's evidence (recorded in English), said again from the report's numbers."""
+    via = report.get("balancer_round") or {}
+    if cause == "balancer_sticky":
+        sticky = via["sticky"]
+        return say("view.replicas_sticky", lang, total=count(via["total"]), replica=sticky["replica"],
+                   others=len(via["served"]) - 1)  # fmt: skip
+    if cause == "balancer_unbalanced":
+        worst = via["unbalanced"]["replica"]
+        return say("view.replicas_unbalanced", lang, replica=worst, served=count(via["served"][worst]),
+                   total=count(via["total"]), share=percent(via["shares"].get(worst)))  # fmt: skip
+    replica = next(r for r in report["replicas"] if r["cause"] == cause)
+    slower = say("sep", lang).join(
+        say("view.replica_slower", lang, segment=segment_name(s["segment"]), mine=f"{s['after_p50']:.0f}",
+            theirs=f"{s['before_p50']:.0f}")
+        for s in replica["slower"]
+    )  # fmt: skip
+    return paren(say("view.replica_slow", lang, url=replica["url"], slower=slower),
+                 _replica_why(cause, replica["server"] or {}, lang), lang)  # fmt: skip
+
+
+def _replica_why(cause: str, server: dict[str, Any], lang: str) -> str:
+    """Why the judgement named ``cause`` for a slow replica, from its server's metrics."""
+    if cause == "kv_cache_preemption":
+        return say("view.why_preempted", lang, n=count(server.get("preemptions")))
+    if cause == "queue_saturation":
+        return say("view.why_queue", lang, waiting=count(server.get("waiting_max") or 0),
+                   share=percent(server.get("queue_share_of_ttft")))  # fmt: skip
+    return say("view.why_unread" if not server.get("available") else "view.why_elsewhere", lang)

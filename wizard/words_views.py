@@ -371,4 +371,53 @@ VIEW_WORDS: dict[str, dict[str, str]] = {
     "view.fleet_signal.ttft_p95": {"en": "TTFT", "zh": "TTFT"},
     "view.fleet_signal.itl_p95": {"en": "ITL", "zh": "ITL"},
     "view.fleet_signal.queue_p95": {"en": "queue time", "zh": "排队时间"},
+    # probe replicas
+    "view.replicas_title": {"en": "replicas from {source}", "zh": "副本（来自 {source}）"},
+    "view.replicas_col.replica": {"en": "replica", "zh": "副本"},
+    "view.replicas_col.ttft": {"en": "TTFT p50", "zh": "TTFT p50"},
+    "view.replicas_col.tpot": {"en": "TPOT p50", "zh": "TPOT p50"},
+    "view.replicas_col.waiting": {"en": "waiting max", "zh": "最大排队"},
+    "view.replicas_col.preempt": {"en": "preempt", "zh": "抢占"},
+    "view.replicas_col.share": {"en": "share via balancer", "zh": "经均衡器的占比"},
+    "view.replica_error": {"en": "{url}: {error}", "zh": "{url}：`{error}`"},
+    "view.replicas_via": {
+        "en": "through the balancer {balancer}: TTFT p50 {ttft}, TPOT p50 {tpot}",
+        "zh": "经过均衡器 {balancer}：TTFT p50 {ttft}，TPOT p50 {tpot}",
+    },
+    "view.replica_cause": {"en": "{cause}: {text}", "zh": "{cause}：{text}"},
+    "view.replicas_fine": {
+        "en": "no replica is slower than the others; the balancer spreads the load",
+        "zh": "没有副本比其他副本慢；均衡器把负载分散开了",
+    },
+    "view.replicas_upstream": {
+        "en": "nginx upstream {name} ({file}:{line})",
+        "zh": "nginx 的 upstream {name}（{file}:{line}）",
+    },
+    "view.replicas_given": {"en": "--replica", "zh": "--replica 参数"},
+    "view.replicas_sticky": {
+        "en": "all {total} requests through the balancer went to {replica}, none to the other {others}",
+        "zh": "经过均衡器的 {total} 个请求全部到了 {replica}，其他 {others} 个副本一个也没有",
+    },
+    "view.replicas_unbalanced": {
+        "en": "{replica} served {served} of {total} requests through the balancer ({share})",
+        "zh": "{replica} 处理了经过均衡器的 {total} 个请求中的 {served} 个（{share}）",
+    },
+    "view.replica_slower": {
+        "en": "{segment} p50 {mine} ms against {theirs} ms on the other replicas",
+        "zh": "{segment} p50 {mine} ms，其他副本为 {theirs} ms",
+    },
+    "view.replica_slow": {"en": "{url}: {slower}", "zh": "{url}：{slower}"},
+    "view.why_preempted": {
+        "en": "{n} preemptions during its round",
+        "zh": "其测量轮次中发生 {n} 次抢占",
+    },
+    "view.why_queue": {
+        "en": "up to {waiting} requests waiting; {share} of its engine's TTFT in the queue",
+        "zh": "最多 {waiting} 个请求排队；其引擎 TTFT 中有 {share} 花在排队上",
+    },
+    "view.why_unread": {"en": "its /metrics could not be read", "zh": "无法读取它的 /metrics"},
+    "view.why_elsewhere": {
+        "en": "no preemption and no queue on its server: the difference is elsewhere",
+        "zh": "其服务端既无抢占也无排队：差异另有原因",
+    },
 }
