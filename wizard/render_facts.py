@@ -51,6 +51,10 @@ def _value(key: str, value: Any, facts: dict[str, Any], lang: str) -> str:
     if key == "itl_note" and value is not None:  # recorded in English; said again from its numbers
         return say("fact.itl_below_bucket", lang, mean=ms(facts["server_itl_mean_s"] * 1000),
                    smallest=ms(smallest * 1000) if (smallest := facts.get("itl_smallest_bucket_s")) else "?")  # fmt: skip
+    if key == "models_status" and isinstance(value, str):  # answered 200 with no model list
+        return say("fact.not_model_list", lang)
+    if key == "api" and value is None and facts.get("completions_ok") and facts.get("chat_ok"):
+        return say("fact.api_both", lang)
     if key == "auth":
         return value_word("auth", value, lang)
     if value is None or value in ([], {}):

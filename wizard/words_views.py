@@ -420,4 +420,9 @@ VIEW_WORDS: dict[str, dict[str, str]] = {
         "en": "no preemption and no queue on its server: the difference is elsewhere",
         "zh": "其服务端既无抢占也无排队：差异另有原因",
     },
+    "fact.not_model_list": {
+        "en": "not an OpenAI model list",
+        "zh": "200，但不是 OpenAI 格式的模型列表",
+    },
+    "fact.api_both": {"en": "both", "zh": "两者都支持"},
 }
