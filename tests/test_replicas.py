@@ -206,5 +206,7 @@ def test_the_replicas_are_said_in_chinese(replicas: Replicas) -> None:
     text = result.stdout
     assert result.returncode == 1, result.stderr
     assert f"queue_saturation：{replicas.faulty.url}：TTFT p50" in text, text
-    assert "副本（来自 nginx 的 upstream fleet" in " ".join(text.split()) and "经过均衡器" in text, text
+    assert (
+        "副本（来自 nginx 的 upstream fleet" in " ".join(text.split()) and "经过均衡器" in text
+    ), text
     assert english_sentences(text) == [] and raw_values(text) == [], text
