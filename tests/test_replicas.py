@@ -173,6 +173,13 @@ def test_the_walk_names_the_faulty_replica_behind_the_proxy(
     assert replicas.faulty.url in findings["LAT074"]["evidence"]
     assert f"{replicas.faulty.url}: TTFT p50" in result.stdout  # the live walk shows each replica
     assert end["outcome"] == "cause_remains" and end["causes_remaining"] == ["queue_saturation"]
+    # Replayed in Chinese, the replicas' source, the slow one's cause and its evidence are said in
+    # Chinese too (they were the recorded English: "up to 7 requests waiting; ...").
+    replayed = subprocess.run(wizard_command("replay", str(path), "--lang", "zh"), capture_output=True,
+                              text=True, timeout=60, env={**os.environ, "COLUMNS": "240"}).stdout  # fmt: skip
+    lines = replayed[replayed.index("副本（来自") : replayed.index("╭─ LAT074")]
+    assert f"queue_saturation: {replicas.faulty.url}：TTFT p50" in lines, lines
+    assert english_sentences(lines) == [] and raw_values(lines) == [], lines
 
 
 def test_bad_replica_input_is_one_line(tmp_path: Path) -> None:

@@ -15,9 +15,9 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.measure import percentile
-from wizard.render_events import pick
+from wizard.render_events import pick, replica_evidence, replicas_source
 from wizard.terminal import printable
-from wizard.words import count, paren, percent, say, segment_name
+from wizard.words import paren, say
 
 PLAIN_PROGRESS_INTERVAL_S = 2.0
 
@@ -407,7 +407,7 @@ def replicas_view(report: dict[str, Any], lang: str = "en") -> Group:
     """Every replica measured directly, the balancer's share of requests, then what is wrong."""
     via = report.get("balancer_round") or {}
     shares = via.get("shares") or {}
-    source = report["source"] if lang == "en" else _replicas_source(report, lang)
+    source = report["source"] if lang == "en" else replicas_source(report, lang)
     table = Table(title=say("view.replicas_title", lang, source=source), title_justify="left")
     for column in ("replica", "ttft", "tpot", "waiting", "preempt", "share"):
         table.add_column(say(f"view.replicas_col.{column}", lang))
@@ -438,55 +438,10 @@ def replicas_view(report: dict[str, Any], lang: str = "en") -> Group:
         parts.append(Text(say("view.replicas_via", lang, balancer=report["balancer"],
                               ttft=ms(via.get("steady"), "ttft_p50"), tpot=ms(via.get("steady"), "tpot_p50"))))  # fmt: skip
     for cause, text in report["evidence"].items():
-        shown = text if lang == "en" else _replica_evidence(report, cause, lang)
+        shown = text if lang == "en" else replica_evidence(report, cause, text, lang)
         parts.append(
             Text(say("view.replica_cause", lang, cause=cause, text=shown), style="bold red")
         )
     if not report["causes"]:
         parts.append(Text(say("view.replicas_fine", lang), style="green"))
     return Group(*parts)
-
-
-def _replicas_source(report: dict[str, Any], lang: str) -> str:
-    """Where the replicas came from (recorded in English), said again."""
-    upstream = report.get("upstream")
-    if upstream:
-        return say(
-            "view.replicas_upstream",
-            lang,
-            name=upstream["name"],
-            file=upstream["file"],
-            line=upstream["line"],
-        )
-    return say("view.replicas_given", lang) if report["source"] == "--replica" else report["source"]
-
-
-def _replica_evidence(report: dict[str, Any], cause: str, lang: str) -> str:
-    """A cause's evidence (recorded in English), said again from the report's numbers."""
-    via = report.get("balancer_round") or {}
-    if cause == "balancer_sticky":
-        sticky = via["sticky"]
-        return say("view.replicas_sticky", lang, total=count(via["total"]), replica=sticky["replica"],
-                   others=len(via["served"]) - 1)  # fmt: skip
-    if cause == "balancer_unbalanced":
-        worst = via["unbalanced"]["replica"]
-        return say("view.replicas_unbalanced", lang, replica=worst, served=count(via["served"][worst]),
-                   total=count(via["total"]), share=percent(via["shares"].get(worst)))  # fmt: skip
-    replica = next(r for r in report["replicas"] if r["cause"] == cause)
-    slower = say("sep", lang).join(
-        say("view.replica_slower", lang, segment=segment_name(s["segment"]), mine=f"{s['after_p50']:.0f}",
-            theirs=f"{s['before_p50']:.0f}")
-        for s in replica["slower"]
-    )  # fmt: skip
-    return paren(say("view.replica_slow", lang, url=replica["url"], slower=slower),
-                 _replica_why(cause, replica["server"] or {}, lang), lang)  # fmt: skip
-
-
-def _replica_why(cause: str, server: dict[str, Any], lang: str) -> str:
-    """Why the judgement named ``cause`` for a slow replica, from its server's metrics."""
-    if cause == "kv_cache_preemption":
-        return say("view.why_preempted", lang, n=count(server.get("preemptions")))
-    if cause == "queue_saturation":
-        return say("view.why_queue", lang, waiting=count(server.get("waiting_max") or 0),
-                   share=percent(server.get("queue_share_of_ttft")))  # fmt: skip
-    return say("view.why_unread" if not server.get("available") else "view.why_elsewhere", lang)
