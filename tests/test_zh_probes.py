@@ -100,7 +100,7 @@ http {
 """
 
 
-@pytest.mark.parametrize("config", ["buffering", "dump-nginx-1.22.1.txt"])
+@pytest.mark.parametrize("config", ["buffering", "dump-nginx-1.22.1.txt", "include-broken"])
 def test_nginx_config_in_chinese(config: str, tmp_path: Path) -> None:
     path = FIXTURES / config
     if (
@@ -110,6 +110,8 @@ def test_nginx_config_in_chinese(config: str, tmp_path: Path) -> None:
         path.write_text(CONFIG)
     text = said("nginx-config", str(path), "--lang", "zh", exit_code=1)
     assert "代理的 location" in text and "LAT005 提示" in text, text
+    if config == "include-broken":  # the parser's own message is quoted as it came
+        assert "错误：`" in text and "引入）" in " ".join(text.split()), text
     if config == "buffering":
         for code in ("LAT001", "LAT002", "LAT004"):
             assert code in text, text

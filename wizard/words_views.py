@@ -109,7 +109,7 @@ VIEW_WORDS: dict[str, dict[str, str]] = {
     "view.no_findings": {"en": "no findings", "zh": "没有发现问题"},
     "view.nginx_error": {
         "en": "error: {error} (included from {included_from})",
-        "zh": "错误：{error}（由 {included_from} 引入）",
+        "zh": "错误：`{error}`（由 {included_from} 引入）",
     },
     "view.note": {"en": "note: {note}", "zh": "说明：{note}"},
     "view.nginx_http_default": {
