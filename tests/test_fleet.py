@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from tests.conftest import (
     wizard_command,
 )
 from tests.prometheus_server import Prometheus, require_prometheus, start_prometheus
+from tests.text_checks import english_sentences, raw_values
 
 LOAD_S = 6.0
 STREAMS_PER_REPLICA = 8  # twice the faulty replica's --max-num-seqs 4
@@ -323,3 +325,18 @@ def test_a_preempting_replica_is_named_with_its_own_cause(tmp_path: Path) -> Non
     for instance in instances[1:]:
         assert by_instance[instance]["preemptions"] == 0
         assert by_instance[instance]["differs"] == [] and by_instance[instance]["causes"] == []
+
+
+def test_the_fleet_is_said_in_chinese(fleet: Fleet) -> None:
+    """Issue #13: ``probe fleet --lang zh`` names the replica that differs and why in Chinese,
+    its percentiles quoted with their buckets: no English sentence, no raw value."""
+    result = subprocess.run(
+        wizard_command("probe", "fleet", "--prometheus", fleet.prometheus.url, "--window", WINDOW,
+                       "--job", "faulty", "--lang", "zh"),
+        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "240"},
+    )  # fmt: skip
+    text = result.stdout
+    assert result.returncode == 1, result.stderr
+    assert f"{Fleet.instance(fleet.faulty)} 与其他副本不同 -> queue_saturation：" in text, text
+    assert f"请查看 {Fleet.instance(fleet.faulty)}" in text and "ms 之间" in text, text
+    assert english_sentences(text) == [] and raw_values(text) == [], text

@@ -130,6 +130,7 @@ def _analysed(source: Path, size: int) -> None:
         return
     printable_json(report, size)
     rendered(nginx_config_view(report))
+    rendered(nginx_config_view(report, "zh"))  # said again from the report's fields: any report
 
 
 @FUZZ

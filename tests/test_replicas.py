@@ -24,6 +24,7 @@ from tests.conftest import (
     start_sim,
     wizard_command,
 )
+from tests.text_checks import english_sentences, raw_values
 from wizard.nginx_runner import Nginx, find_nginx
 
 requires_nginx = pytest.mark.skipif(
@@ -172,6 +173,13 @@ def test_the_walk_names_the_faulty_replica_behind_the_proxy(
     assert replicas.faulty.url in findings["LAT074"]["evidence"]
     assert f"{replicas.faulty.url}: TTFT p50" in result.stdout  # the live walk shows each replica
     assert end["outcome"] == "cause_remains" and end["causes_remaining"] == ["queue_saturation"]
+    # Replayed in Chinese, the replicas' source, the slow one's cause and its evidence are said in
+    # Chinese too (they were the recorded English: "up to 7 requests waiting; ...").
+    replayed = subprocess.run(wizard_command("replay", str(path), "--lang", "zh"), capture_output=True,
+                              text=True, timeout=60, env={**os.environ, "COLUMNS": "240"}).stdout  # fmt: skip
+    lines = replayed[replayed.index("副本（来自") : replayed.index("╭─ LAT074")]
+    assert f"queue_saturation: {replicas.faulty.url}：TTFT p50" in lines, lines
+    assert english_sentences(lines) == [] and raw_values(lines) == [], lines
 
 
 def test_bad_replica_input_is_one_line(tmp_path: Path) -> None:
@@ -190,3 +198,22 @@ def test_bad_replica_input_is_one_line(tmp_path: Path) -> None:
         )
         assert result.returncode == 2, result.stderr
         assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@requires_nginx
+def test_the_replicas_are_said_in_chinese(replicas: Replicas) -> None:
+    """Issue #13: ``probe replicas --lang zh`` names the slow replica, its numbers and its cause in
+    Chinese (its evidence said again from the report): no English sentence, no raw value."""
+    with upstream(replicas) as nginx:
+        result = subprocess.run(
+            wizard_command("probe", "replicas", *SHORT_ROUND, "--proxy", nginx.url,
+                           "--nginx-conf", str(nginx.config_path), "--lang", "zh"),
+            capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "240"},
+        )  # fmt: skip
+    text = result.stdout
+    assert result.returncode == 1, result.stderr
+    assert f"queue_saturation：{replicas.faulty.url}：TTFT p50" in text, text
+    assert (
+        "副本（来自 nginx 的 upstream fleet" in " ".join(text.split()) and "经过均衡器" in text
+    ), text
+    assert english_sentences(text) == [] and raw_values(text) == [], text

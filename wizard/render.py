@@ -15,7 +15,9 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.measure import percentile
+from wizard.render_events import pick, replica_evidence, replicas_source
 from wizard.terminal import printable
+from wizard.words import paren, say
 
 PLAIN_PROGRESS_INTERVAL_S = 2.0
 
@@ -51,12 +53,12 @@ def _seconds(value: float | None) -> str:
     return "?" if value is None else f"{value:g}"
 
 
-def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
+def summary_table(summary: dict[str, Any], title: str | None = None, lang: str = "en") -> Table:
     """Percentiles per segment of a stream-report summary, with errors as the caption."""
     table = Table(title=title, title_justify="left")
-    table.add_column("segment")
+    table.add_column(say("view.segment", lang))
     for point in ("p50", "p90", "p99"):
-        table.add_column(f"{point} (ms)", justify="right")
+        table.add_column(say("view.point_ms", lang, point=point), justify="right")
     for key, label in (
         ("ttft_ms", "TTFT"),
         ("tpot_ms", "TPOT"),
@@ -67,72 +69,78 @@ def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
         table.add_row(label, *(_ms(row[p]) for p in ("p50", "p90", "p99")))
     errors = summary["errors"]
     if errors:
-        table.caption = "errors: " + ", ".join(f"{kind} x{count}" for kind, count in errors.items())
+        table.caption = say("view.errors", lang, errors=", ".join(
+            say("view.error_count", lang, kind=kind, count=count) for kind, count in errors.items()
+        ))  # fmt: skip
     elif summary["output_tokens_estimated"]:
-        table.caption = "output tokens estimated from events (the server sent no usage)"
+        table.caption = say("view.tokens_estimated", lang)
     return table
 
 
-def _succeeded(summary: dict[str, Any]) -> str:
-    return f"{summary['succeeded']}/{summary['requests']} requests succeeded"
+def _succeeded(summary: dict[str, Any], lang: str) -> str:
+    return say("view.succeeded", lang, succeeded=summary["succeeded"], requests=summary["requests"])
 
 
-def failures(stream: dict[str, Any], served_models: list[str] | None = None) -> list[Text]:
+def failures(
+    stream: dict[str, Any], served_models: list[str] | None = None, lang: str = "en"
+) -> list[Text]:
     """The first message of each kind of failure in a stream report, as the server put it; and,
     when the model was not found, the models the server serves."""
     first: dict[str, str] = {}
     for sample in stream["samples"]:
         if sample["error_kind"] and sample["error_kind"] not in first:
             first[sample["error_kind"]] = sample["error"]
-    lines = [Text(f"{kind}: {message}", style="red") for kind, message in first.items()]
+    # The server's own message is quoted as it came, as code in a Chinese line.
+    lines = [Text(say("view.failure", lang, kind=kind, message=message), style="red")
+             for kind, message in first.items()]  # fmt: skip
     if served_models is not None:
-        served = ", ".join(served_models) or "none listed"
-        lines.append(Text(f"models this server serves: {served} (pass one with --model)"))
+        served = ", ".join(served_models) or say("view.none_listed", lang)
+        lines.append(Text(say("view.served_models", lang, served=served)))
     return lines
 
 
-def stream_table(report: dict[str, Any]) -> Group:
+def stream_table(report: dict[str, Any], lang: str = "en") -> Group:
     """A stream-probe report: heading, the percentile table and what failed."""
     summary = report["summary"]
     return Group(
-        Text(f"{report.get('target', '')}: {_succeeded(summary)}"),
-        summary_table(summary),
-        *failures(report, report.get("served_models")),
-    )
+        Text(say("view.heading", lang, target=report.get("target", ""), text=_succeeded(summary, lang))),
+        summary_table(summary, lang=lang),
+        *failures(report, report.get("served_models"), lang),
+    )  # fmt: skip
 
 
-def load_view(report: dict[str, Any]) -> Group:
+def load_view(report: dict[str, Any], lang: str = "en") -> Group:
     """A load-probe report: steady state, cold requests apart, and the client's self-check."""
     steady = report["steady"]["summary"]
     parts: list[Any] = [
-        Text(
-            f"{report.get('target', '')}: concurrency {report['concurrency']}, {_succeeded(steady)}, "
-            f"{report['output_tokens_per_s'] or 0:.0f} output tokens/s"
-        ),
-        summary_table(steady, title="steady state"),
-        *failures(report["steady"], report.get("served_models")),
-    ]
+        Text(say("view.load_heading", lang, target=report.get("target", ""),
+                 concurrency=report["concurrency"], succeeded=_succeeded(steady, lang),
+                 rate=f"{report['output_tokens_per_s'] or 0:.0f}")),
+        summary_table(steady, title=say("view.steady", lang), lang=lang),
+        *failures(report["steady"], report.get("served_models"), lang),
+    ]  # fmt: skip
     if report.get("cold"):
-        parts.append(summary_table(report["cold"]["summary"], title="cold (warm-up, kept apart)"))
-    client = report["client"]
-    if client["saturated"]:
-        parts.append(Text(f"client_saturated: {client['reason']}", style="bold red"))
-    elif client.get("contended"):
-        parts.append(Text(f"client contended: {client['reason']}", style="yellow"))
-    else:
         parts.append(
-            Text(
-                f"client self-check ok: loop lag p90 {client['loop_lag_p90_ms']:.1f} ms, "
-                f"CPU {client['cpu_fraction']:.0%} of a core"
-            )
+            summary_table(report["cold"]["summary"], title=say("view.cold", lang), lang=lang)
         )
+    client = report["client"]
+    # Absent from reports written before the reason was kept in every language.
+    reason = pick(client.get("reason_texts") or client.get("reason"), lang)
+    if client["saturated"]:
+        parts.append(Text(say("view.saturated", lang, reason=reason), style="bold red"))
+    elif client.get("contended"):
+        parts.append(Text(say("view.contended", lang, reason=reason), style="yellow"))
+    else:
+        parts.append(Text(say("view.client_ok", lang, lag=f"{client['loop_lag_p90_ms']:.1f}",
+                              cpu=f"{client['cpu_fraction']:.0%}")))  # fmt: skip
     return Group(*parts)
 
 
 class LoadProgressView:
     """Live progress of a load run: a rich Live line on a TTY, plain lines every few seconds otherwise."""
 
-    def __init__(self, live: bool) -> None:
+    def __init__(self, live: bool, lang: str = "en") -> None:
+        self._lang = lang
         self._live = Live(console=console(stderr=True), transient=True) if live else None
         self._last_plain = 0.0
         self._last: Any = None
@@ -151,128 +159,189 @@ class LoadProgressView:
         if self._live is not None:
             self._live.__exit__(kind, value, tb)
         elif self._last is not None:
-            print(self._line(self._last), file=sys.stderr, flush=True)
+            print(self._line(self._last, self._lang), file=sys.stderr, flush=True)
 
     def update(self, progress: Any) -> None:
         """Called by the load probe after every finished request."""
         self._last = progress
         if self._live is not None:
-            self._live.update(Text(self._line(progress)))
+            self._live.update(Text(self._line(progress, self._lang)))
             return
         now = time.monotonic()
         if now - self._last_plain >= PLAIN_PROGRESS_INTERVAL_S:
             self._last_plain = now
-            print(self._line(progress), file=sys.stderr, flush=True)
+            print(self._line(progress, self._lang), file=sys.stderr, flush=True)
 
     @staticmethod
-    def _line(progress: Any) -> str:
+    def _line(progress: Any, lang: str) -> str:
         total = f"/{progress.total}" if progress.total else ""
-        return (
-            f"{progress.done}{total} requests, {progress.failed} failed; "
-            f"TTFT p50 {_ms(percentile(progress.ttft_ms, 50))} ms p99 {_ms(percentile(progress.ttft_ms, 99))} ms; "
-            f"TPOT p50 {_ms(percentile(progress.tpot_ms, 50))} ms"
-        )
+        return say("view.progress", lang, done=progress.done, total=total, failed=progress.failed,
+                   ttft50=_ms(percentile(progress.ttft_ms, 50)), ttft99=_ms(percentile(progress.ttft_ms, 99)),
+                   tpot50=_ms(percentile(progress.tpot_ms, 50)))  # fmt: skip
 
 
-def validation_view(report: dict[str, Any]) -> Group:
+def validation_view(report: dict[str, Any], lang: str = "en") -> Group:
     """LoadGen runs: verdict, reasons, LoadGen's numbers and the client's."""
-    parts: list[Any] = [Text(f"{report['target']}: LoadGen logs in {report['outdir']}")]
+    parts: list[Any] = [
+        Text(say("view.loadgen_logs", lang, target=report["target"], outdir=report["outdir"]))
+    ]
     for run in report["runs"]:
         style = "bold green" if run["result"] == "VALID" else "bold red"
-        rate = f" at {run['spec']['target_qps']:g} qps" if run["scenario"] != "SingleStream" else ""
-        counts = f" ({run['succeeded']} of {run['queries']} queries succeeded)"
-        parts.append(Text(f"{run['scenario']}{rate}: {run['result']}{counts}", style=style))
-        parts.extend(Text(f"  - {reason}") for reason in run["reasons"])
+        rate = (say("view.at_qps", lang, qps=f"{run['spec']['target_qps']:g}")
+                if run["scenario"] != "SingleStream" else "")  # fmt: skip
+        counts = say("view.queries_ok", lang, succeeded=run["succeeded"], queries=run["queries"])
+        parts.append(Text(say("view.run_result", lang, scenario=run["scenario"], rate=rate, result=run["result"],
+                              counts=counts), style=style))  # fmt: skip
+        reasons = run["reasons"] if lang == "en" else _loadgen_reasons(run, lang)
+        parts.extend(Text(f"  - {reason}") for reason in reasons)
         if run["note"]:
-            parts.append(Text(f"  note: {run['note']}", style="yellow"))
-        table = Table(
-            title=None if run["latency_evidence"] else "not latency evidence", title_justify="left"
-        )
+            note = run["note"] if lang == "en" else _loadgen_note(run, lang)
+            parts.append(Text("  " + say("view.note", lang, note=note), style="yellow"))
+        table = Table(title=None if run["latency_evidence"] else say("view.not_evidence", lang),
+                      title_justify="left")  # fmt: skip
         table.add_column("LoadGen")
-        table.add_column("value", justify="right")
+        table.add_column(say("view.value", lang), justify="right")
         for key, value in run["loadgen"].items():
-            table.add_row(
-                key,
-                "-"
-                if value is None
-                else f"{value:.1f}"
-                if isinstance(value, float)
-                else str(value),
+            label = key if lang == "en" else say(f"view.loadgen.{key}", lang)
+            shown = (
+                "-" if value is None else f"{value:.1f}" if isinstance(value, float) else str(value)
             )
+            table.add_row(label, shown)
         parts.append(table)
     if report.get("peak_qps") is not None:
-        parts.append(
-            Text(f"highest VALID Server rate found: {report['peak_qps']:g} qps", style="bold")
-        )
+        parts.append(Text(say("view.peak", lang, qps=f"{report['peak_qps']:g}"), style="bold"))
     return Group(*parts)
 
 
-def proxy_view(report: dict[str, Any]) -> Group:
+def _loadgen_reasons(run: dict[str, Any], lang: str) -> list[str]:
+    """A run's reasons, said again: the wizard's own (failed queries, recorded first) from the
+    run's counts; LoadGen's quoted as LoadGen wrote them."""
+    ours: list[str] = []
+    if run["queries"] == 0:
+        ours.append(say("view.no_query", lang))
+    elif run["failed"]:
+        kinds = say("comma", lang).join(
+            f"`{kind}` {n}" for kind, n in sorted(run["errors"].items())
+        )
+        first = run.get("first_error") or {}
+        message = first.get("message") or first.get("kind")
+        ours.append(say("view.queries_failed", lang, failed=run["failed"], queries=run["queries"], kinds=kinds,
+                        nothing=say("view.nothing_ok", lang) if run["failed"] >= run["queries"] else "",
+                        first=say("view.first_error", lang, message=message) if message else ""))  # fmt: skip
+    return ours + [
+        say("view.loadgen_said", lang, reason=reason) for reason in run["reasons"][len(ours) :]
+    ]
+
+
+def _loadgen_note(run: dict[str, Any], lang: str) -> str:
+    """The run's note (recorded in English), from what it is about (as ``probe validate`` chose it)."""
+    if run["scenario"] == "Offline":
+        return say("view.offline_note", lang)
+    return say("view.error_note" if run["result"] == "ERROR" else "view.failed_note", lang)
+
+
+def proxy_view(report: dict[str, Any], lang: str = "en") -> Group:
     """Direct vs proxy: the two summaries and the verdict."""
     style = "bold red" if report["buffering_suspected"] or report["truncated"] else "bold green"
     return Group(
-        summary_table(report["direct"]["summary"], title="direct"),
-        summary_table(report["via"]["summary"], title="through the proxy"),
-        Text(report["verdict"], style=style),
+        summary_table(report["direct"]["summary"], title=say("view.direct", lang), lang=lang),
+        summary_table(report["via"]["summary"], title=say("view.via", lang), lang=lang),
+        Text(report["verdict"] if lang == "en" else _proxy_verdict(report, lang), style=style),
     )
 
 
-def nginx_config_view(report: dict[str, Any]) -> Group:
+def _proxy_verdict(report: dict[str, Any], lang: str) -> str:
+    """The verdict ``probe proxy`` records in English, said again from its fields."""
+    if report["truncated"]:
+        return say("view.proxy_cuts", lang)
+    if report["whole_stream_held"]:
+        return say("view.proxy_gzip", lang)
+    if report["buffering_suspected"]:
+        inflation = report["ttft_inflation_ms"]
+        return say("view.proxy_buffers", lang, via=report["max_events_per_read_via"],
+                   direct=report["direct"]["summary"]["burst"]["max_events_per_read"],
+                   ttft="" if inflation is None else say("view.proxy_ttft", lang, ms=f"{inflation:.0f}"))  # fmt: skip
+    return say("view.proxy_passes", lang)
+
+
+def nginx_config_view(report: dict[str, Any], lang: str = "en") -> Group:
     """Every proxied location's effective values, then the findings with their directive."""
-    table = Table(title="proxied locations", title_justify="left")
-    for column in (
-        "where",
-        "location",
-        "buffering",
-        "X-Accel",
-        "read/connect s",
-        "http ver",
-        "gzip SSE",
-    ):
-        table.add_column(column)
+    table = Table(title=say("view.nginx_title", lang), title_justify="left")
+    for column in ("where", "location", "buffering", "x_accel", "timeouts", "http", "gzip"):
+        table.add_column(say(f"view.nginx_col.{column}", lang))
     for loc in report["locations"]:
         table.add_row(
-            f"{loc['file']}:{loc['line']}", loc["path"], f"{loc['proxy_buffering']} ({loc['proxy_buffering_from']})",
-            "ignored" if loc["ignores_x_accel_buffering"] else "honoured",
+            f"{loc['file']}:{loc['line']}", loc["path"],
+            paren(loc["proxy_buffering"], _buffering_from(loc["proxy_buffering_from"], lang), lang),
+            say("view.x_accel_ignored" if loc["ignores_x_accel_buffering"] else "view.x_accel_honoured", lang),
             f"{_seconds(loc['proxy_read_timeout_s'])}/{_seconds(loc['proxy_connect_timeout_s'])}",
-            _with_source(loc["proxy_http_version"], loc.get("proxy_http_version_from")),
-            "yes" if loc["gzip_event_stream"] else "no",
+            _with_source(loc["proxy_http_version"], loc.get("proxy_http_version_from"), lang),
+            say("yes" if loc["gzip_event_stream"] else "no", lang).lower(),
         )  # fmt: skip
     parts: list[Any] = [table]
     for f in report["findings"]:
-        parts.append(Text(f"{f['file']}:{f['line']} {f['code']} {f['severity']} ({f['cause']}) {f['location']}: "
-                          f"{f['message']}\n    change: {f['directive']}"))  # fmt: skip
+        message = f["message"] if lang == "en" else _nginx_message(f, report["locations"], lang)
+        parts.append(Text(say("view.nginx_finding", lang, file=f["file"], line=f["line"], code=f["code"],
+                              severity=f["severity"] if lang == "en" else say(f"severity.{f['severity']}", lang),
+                              cause=f["cause"], location=f["location"], message=message,
+                              directive=f["directive"])))  # fmt: skip
     if not report["findings"]:
-        parts.append(Text("no findings", style="green"))
+        parts.append(Text(say("view.no_findings", lang), style="green"))
     for error in report.get("errors", []):
-        parts.append(
-            Text(f"error: {error['error']} (included from {error['included_from']})", style="red")
-        )
-    for note in report.get("notes", []):
-        parts.append(Text(f"note: {note}"))
+        parts.append(Text(say("view.nginx_error", lang, error=error["error"], included_from=error["included_from"]),
+                          style="red"))  # fmt: skip
+    for note in _nginx_notes(report, lang):
+        parts.append(Text(say("view.note", lang, note=note)))
     return Group(*parts)
 
 
-def _with_source(value: str | None, source: str | None) -> str:
+def _buffering_from(source: str, lang: str) -> str:
+    """Where proxy_buffering was set: a file:line as it is, nginx's default in words."""
+    return say("view.nginx_default", lang) if source == "default" and lang != "en" else source
+
+
+def _nginx_message(finding: dict[str, Any], locations: list[dict[str, Any]], lang: str) -> str:
+    """A finding's message (recorded in English) said again from its location's values."""
+    location = next((loc for loc in locations if (loc["file"], loc["line"]) == (finding["file"], finding["line"])),
+                    {})  # fmt: skip
+    return say(f"view.nginx_msg.{finding['code']}", lang,
+               source=_buffering_from(location.get("proxy_buffering_from", "?"), lang),
+               read=_seconds(location.get("proxy_read_timeout_s")),
+               connect=_seconds(location.get("proxy_connect_timeout_s")))  # fmt: skip
+
+
+def _nginx_notes(report: dict[str, Any], lang: str) -> list[str]:
+    """The analysis's notes; in Chinese the one about nginx's unknown HTTP default is said again
+    (it is the last note, added when no version was read and a location keeps the default).
+    The notes about includes and templates stay as recorded."""
+    notes = list(report.get("notes", []))
+    default_version = report.get("nginx_version") is None and any(
+        loc["proxy_http_version_from"] == "default" for loc in report["locations"]
+    )
+    if lang != "en" and default_version and notes:
+        notes[-1] = say("view.nginx_http_default", lang)
+    return notes
+
+
+def _with_source(value: str | None, source: str | None, lang: str = "en") -> str:
     """A value and, when nginx's default, that it is one."""
     if value is None:
         return "?"
-    return f"{value} (default)" if source == "default" else value
+    return paren(value, say("view.nginx_default", lang), lang) if source == "default" else value
 
 
-def fleet_view(report: dict[str, Any]) -> Group:
+def fleet_view(report: dict[str, Any], lang: str = "en") -> Group:
     """Every replica over the window (percentiles with their buckets), then who differs and why."""
-    table = Table(
-        title=f"fleet over the last {report['window']} ({report['replica_count']} replicas, "
-        f"{report['prometheus']})", title_justify="left",
-    )  # fmt: skip
-    for column in ("replica", "share", "waiting avg/max", "preempt", "KV peak", "TTFT p95",
-                   "ITL p95", "queue p95"):  # fmt: skip
-        table.add_column(column)
+    table = Table(title=say("view.fleet_title", lang, window=report["window"], n=report["replica_count"],
+                            prometheus=report["prometheus"]), title_justify="left")  # fmt: skip
+    for column in ("replica", "share", "waiting", "preempt", "kv", "ttft", "itl", "queue"):
+        table.add_column(say(f"view.fleet_col.{column}", lang))
 
     def bucket(histogram: dict[str, Any]) -> str:
         p95 = histogram.get("p95")
-        return p95["text"].removeprefix("p95 ") if p95 else "-"
+        if not p95:
+            return "-"
+        return p95["text"].removeprefix("p95 ") if lang == "en" else _bounds(p95, lang)
 
     def number(value: float | None, form: str) -> str:
         return "-" if value is None else format(value, form)
@@ -288,36 +357,60 @@ def fleet_view(report: dict[str, Any]) -> Group:
     parts: list[Any] = [table]
     for r in report["replicas"]:
         if r["differs"]:
-            causes = f" -> {', '.join(r['causes'])}" if r["causes"] else ""
-            why = "; ".join(d["text"] for d in r["differs"])
-            parts.append(Text(f"{r['instance']} differs{causes}: {why}"))
+            causes = (
+                say("view.fleet_causes", lang, causes=", ".join(r["causes"])) if r["causes"] else ""
+            )
+            texts = [d["text"] if lang == "en" else _difference(d, lang) for d in r["differs"]]
+            parts.append(Text(say("view.fleet_differs", lang, instance=r["instance"], causes=causes,
+                                  why=say("sep", lang).join(texts))))  # fmt: skip
     look_at = report["look_at"]
     if look_at:
-        where = look_at["url"] or "its URL is unknown to Prometheus' targets"
-        parts.append(Text(f"look at {look_at['instance']} ({where})", style="bold"))
+        where = look_at["url"] or say("view.fleet_no_url", lang)
+        parts.append(
+            Text(
+                say("view.fleet_look_at", lang, instance=look_at["instance"], where=where),
+                style="bold",
+            )
+        )
     else:
-        parts.append(Text("no replica differs from the rest", style="green"))
+        parts.append(Text(say("view.fleet_none_differs", lang), style="green"))
     for down in report["targets_down"]:
-        parts.append(Text(f"target {down} is down in Prometheus", style="yellow"))
+        parts.append(Text(say("view.fleet_down", lang, target=down), style="yellow"))
     if report.get("note"):
-        parts.append(Text(report["note"], style="yellow"))
+        note = (
+            report["note"]
+            if lang == "en"
+            else say("view.fleet_no_series", lang, window=report["window"])
+        )
+        parts.append(Text(note, style="yellow"))
     return Group(*parts)
 
 
-def replicas_view(report: dict[str, Any]) -> Group:
+def _bounds(quoted: dict[str, Any], lang: str) -> str:
+    """A percentile quoted with its bucket, as ``bucket_quantile`` says it in English."""
+    if quoted["high_ms"] is None:
+        return say("view.above", lang, low=f"{quoted['low_ms']:g}")
+    return say("view.between", lang, low=f"{quoted['low_ms']:g}", high=f"{quoted['high_ms']:g}")
+
+
+def _difference(found: dict[str, Any], lang: str) -> str:
+    """How a replica stands out (recorded in English), said again from its numbers."""
+    signal = say(f"view.fleet_signal.{found['signal']}", lang)
+    if isinstance(found["value"], dict):  # a percentile, quoted with its bucket
+        return say("view.fleet_percentile", lang, signal=signal, value=_bounds(found["value"], lang),
+                   others=_bounds(found["others_median"], lang))  # fmt: skip
+    return say("view.fleet_plain", lang, signal=signal, value=f"{found['value']:.3g}",
+               way=say(f"view.fleet_{found['direction']}", lang), centre=f"{found['others_median']:.3g}")  # fmt: skip
+
+
+def replicas_view(report: dict[str, Any], lang: str = "en") -> Group:
     """Every replica measured directly, the balancer's share of requests, then what is wrong."""
     via = report.get("balancer_round") or {}
     shares = via.get("shares") or {}
-    table = Table(title=f"replicas from {report['source']}", title_justify="left")
-    for column in (
-        "replica",
-        "TTFT p50",
-        "TPOT p50",
-        "waiting max",
-        "preempt",
-        "share via balancer",
-    ):
-        table.add_column(column)
+    source = report["source"] if lang == "en" else replicas_source(report, lang)
+    table = Table(title=say("view.replicas_title", lang, source=source), title_justify="left")
+    for column in ("replica", "ttft", "tpot", "waiting", "preempt", "share"):
+        table.add_column(say(f"view.replicas_col.{column}", lang))
 
     def ms(steady: dict[str, Any] | None, key: str) -> str:
         value = (steady or {}).get(key)
@@ -336,14 +429,19 @@ def replicas_view(report: dict[str, Any]) -> Group:
     parts: list[Any] = [table]
     for r in report["replicas"]:
         if r["error"]:
-            parts.append(Text(f"{r['url']}: {r['error']}", style="yellow"))
+            parts.append(
+                Text(
+                    say("view.replica_error", lang, url=r["url"], error=r["error"]), style="yellow"
+                )
+            )
     if via:
-        parts.append(Text(f"through the balancer {report['balancer']}: TTFT p50 "
-                          f"{ms(via.get('steady'), 'ttft_p50')}, TPOT p50 "
-                          f"{ms(via.get('steady'), 'tpot_p50')}"))  # fmt: skip
+        parts.append(Text(say("view.replicas_via", lang, balancer=report["balancer"],
+                              ttft=ms(via.get("steady"), "ttft_p50"), tpot=ms(via.get("steady"), "tpot_p50"))))  # fmt: skip
     for cause, text in report["evidence"].items():
-        parts.append(Text(f"{cause}: {text}", style="bold red"))
+        shown = text if lang == "en" else replica_evidence(report, cause, text, lang)
+        parts.append(
+            Text(say("view.replica_cause", lang, cause=cause, text=shown), style="bold red")
+        )
     if not report["causes"]:
-        parts.append(Text("no replica is slower than the others; the balancer spreads the load",
-                          style="green"))  # fmt: skip
+        parts.append(Text(say("view.replicas_fine", lang), style="green"))
     return Group(*parts)

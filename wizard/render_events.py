@@ -15,6 +15,7 @@ from wizard.event_shapes import problem, unreadable_note
 from wizard.words import (
     WORDS,
     answer_label,
+    count,
     evidence_source,
     joined,
     outside_engine,
@@ -301,26 +302,90 @@ def _known(value: Any, lang: str, unit_key: str = "") -> str:
     return say(unit_key, lang, n=value) if unit_key else str(value)
 
 
+def _ms_value(value: float | None) -> str | None:
+    """A replica's p50 as a person reads it (``192.8``, never the float's binary noise); None
+    stays unknown."""
+    return None if value is None else _ms(value)
+
+
 def _replicas_lines(facts: dict[str, Any], lang: str) -> str:
     """Each replica measured directly, the balancer's share, and what is wrong, one line each."""
     if not facts.get("available"):
         why = pick(facts.get("note_texts") or facts.get("note", "no replicas known"), lang)
         return say("walk.replicas_off", lang, why=why)
     shares = (facts.get("balancer_round") or {}).get("shares") or {}
-    lines = [say("replicas.from", lang, source=facts.get("source"))]
+    source = facts.get("source") if lang == "en" else replicas_source(facts, lang)
+    lines = [say("replicas.from", lang, source=source)]
     for replica in facts.get("replicas") or []:
         steady = replica.get("steady") or {}
         share = shares.get(replica.get("url"))
         lines.append(
-            say("replicas.line", lang, url=replica.get("url"), ttft=_known(steady.get("ttft_p50"), lang, "ms"),
-                tpot=_known(steady.get("tpot_p50"), lang, "ms"))
+            say("replicas.line", lang, url=replica.get("url"), ttft=_known(_ms_value(steady.get("ttft_p50")), lang, "ms"),
+                tpot=_known(_ms_value(steady.get("tpot_p50")), lang, "ms"))
             + (say("replicas.share", lang, share=f"{share:.0%}") if share is not None else "")
-            + (say("replicas.slow", lang, cause=replica["cause"], why=replica.get("why"))
+            + (say("replicas.slow", lang, cause=replica["cause"],
+                   why=replica.get("why") if lang == "en" else replica_why(replica["cause"], replica.get("server") or {}, lang))
                if replica.get("cause") else "")
         )  # fmt: skip
     for cause, text in (facts.get("evidence") or {}).items():
-        lines.append(f"    {cause}: {text}")
+        lines.append(
+            f"    {cause}: {text if lang == 'en' else replica_evidence(facts, cause, text, lang)}"
+        )
     return "\n".join(lines)
+
+
+def replicas_source(report: dict[str, Any], lang: str) -> str:
+    """Where the replicas came from (recorded in English), said again."""
+    upstream = report.get("upstream")
+    if upstream:
+        return say(
+            "view.replicas_upstream",
+            lang,
+            name=upstream["name"],
+            file=upstream["file"],
+            line=upstream["line"],
+        )
+    source = report.get("source")
+    return say("view.replicas_given", lang) if source == "--replica" else str(source)
+
+
+def replica_evidence(report: dict[str, Any], cause: str, recorded: str, lang: str) -> str:
+    """A cause's evidence (recorded in English), said again from the report's numbers; a report
+    recorded without them (an older transcript's) shows the recorded text."""
+    try:
+        return _said_evidence(report, cause, lang)
+    except (KeyError, TypeError, StopIteration):
+        return recorded
+
+
+def _said_evidence(report: dict[str, Any], cause: str, lang: str) -> str:
+    via = report.get("balancer_round") or {}
+    if cause == "balancer_sticky":
+        sticky = via["sticky"]
+        return say("view.replicas_sticky", lang, total=count(via["total"]), replica=sticky["replica"],
+                   others=len(via["served"]) - 1)  # fmt: skip
+    if cause == "balancer_unbalanced":
+        worst = via["unbalanced"]["replica"]
+        return say("view.replicas_unbalanced", lang, replica=worst, served=count(via["served"][worst]),
+                   total=count(via["total"]), share=percent(via["shares"].get(worst)))  # fmt: skip
+    replica = next(r for r in report["replicas"] if r["cause"] == cause)
+    slower = say("sep", lang).join(
+        say("view.replica_slower", lang, segment=segment_name(s["segment"]), mine=f"{s['after_p50']:.0f}",
+            theirs=f"{s['before_p50']:.0f}")
+        for s in replica["slower"]
+    )  # fmt: skip
+    return paren(say("view.replica_slow", lang, url=replica["url"], slower=slower),
+                 replica_why(cause, replica["server"] or {}, lang), lang)  # fmt: skip
+
+
+def replica_why(cause: str, server: dict[str, Any], lang: str) -> str:
+    """Why the judgement named ``cause`` for a slow replica, from its server's metrics."""
+    if cause == "kv_cache_preemption":
+        return say("view.why_preempted", lang, n=count(server.get("preemptions")))
+    if cause == "queue_saturation":
+        return say("view.why_queue", lang, waiting=count(server.get("waiting_max") or 0),
+                   share=percent(server.get("queue_share_of_ttft")))  # fmt: skip
+    return say("view.why_unread" if not server.get("available") else "view.why_elsewhere", lang)
 
 
 def host_line(facts: dict[str, Any], lang: str, every_note: bool = False) -> str:

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from wizard.words_views import VIEW_WORDS
+
 LANGS = ("en", "zh")
 
 SEGMENT_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
 
 WORDS: dict[str, dict[str, str]] = {
+    **VIEW_WORDS,
     # punctuation: Chinese text takes full-width separators and brackets
     "sep": {"en": "; ", "zh": "；"},
     "comma": {"en": ", ", "zh": "，"},
@@ -377,6 +380,9 @@ WORDS: dict[str, dict[str, str]] = {
     # values a probe records as words of its own
     "value.interconnect.single": {"en": "one GPU (no link)", "zh": "单 GPU（无互联）"},
     "value.interconnect.mixed": {"en": "mixed", "zh": "混合"},
+    # English keeps the probe's own word (the walk's host line printed it so).
+    "value.interconnect.nvlink": {"en": "nvlink", "zh": "NVLink"},
+    "value.interconnect.pcie": {"en": "pcie", "zh": "PCIe"},
     "value.interconnect.unknown": {"en": "unknown", "zh": "未知"},
     "value.varying_kind.timestamp": {"en": "timestamp", "zh": "时间戳"},
     "value.varying_kind.uuid": {"en": "UUID", "zh": "UUID"},

@@ -57,6 +57,19 @@ def language(argv: list[str] | None = None) -> str:
     return default_language()
 
 
+def lang_argument(parser: argparse.ArgumentParser, shown: str) -> None:
+    """A probe's ``--lang``: its human output (never ``--json``) in English or Chinese."""
+    parser.add_argument("--lang", choices=["en", "zh"],
+                        help=f"zh: {shown} in Chinese (default: from $LANG)")  # fmt: skip
+
+
+def chosen_language(args: argparse.Namespace) -> str:
+    """The ``--lang`` given, else the locale's."""
+    from wizard.cli.run import default_language
+
+    return str(args.lang or default_language())
+
+
 def check_base_url(url: str) -> None:
     """A server's base URL, as every probe adds its path to it: http(s), and without the API's own
     ``/v1`` (pasted from a client's config, it made every request ``/v1/v1/...``: a 404 each)."""

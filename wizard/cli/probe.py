@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from wizard.cli.inputs import check_base_url, seconds
+from wizard.cli.inputs import check_base_url, chosen_language, lang_argument, seconds
 
 DEFINITIONS = """\
 definitions:
@@ -165,6 +165,7 @@ def register(subparsers: Any) -> None:
         "--worst-gap-ms", type=float, help="the longest silence seen (TTFT or gap) under load"
     )
     config.add_argument("--json", action="store_true", help="print one JSON object")
+    lang_argument(config, "the locations and findings")
     config.set_defaults(handler=run_nginx_config)
     metrics = probes.add_parser(
         "metrics", help="vLLM's /metrics: KV cache, preemptions, queue, server-side TTFT/ITL",
@@ -188,6 +189,7 @@ def register(subparsers: Any) -> None:
         "means of that window)",
     )  # fmt: skip
     metrics.add_argument("--json", action="store_true", help="print one JSON object")
+    lang_argument(metrics, "what was read, one fact a line")
     metrics.set_defaults(handler=run_metrics)
     endpoints = probes.add_parser(
         "endpoints", help="health, version, models, auth, completions vs chat",
@@ -201,6 +203,7 @@ def register(subparsers: Any) -> None:
     )
     endpoints.add_argument("--api-key-env", help="environment variable holding the API key")
     endpoints.add_argument("--json", action="store_true", help="print one JSON object")
+    lang_argument(endpoints, "what was found, one fact a line")
     endpoints.set_defaults(handler=run_endpoints)
     log = probes.add_parser(
         "vllm-log", help="read a vLLM start-up/runtime log (any era, any prefix)",
@@ -223,8 +226,7 @@ def register(subparsers: Any) -> None:
         help="the log file, a folder of replicas' logs, or - for standard input",
     )  # fmt: skip
     log.add_argument("--json", action="store_true", help="print one JSON object")
-    log.add_argument("--lang", choices=["en", "zh"],
-                     help="zh: what was read as sentences in Chinese (default: from $LANG)")  # fmt: skip
+    lang_argument(log, "what was read as sentences")
     log.set_defaults(handler=run_vllm_log)
     probe_host.register(probes)
     probe_fleet.register(probes)
@@ -248,6 +250,7 @@ def _request_arguments(parser: argparse.ArgumentParser, old_spelling: str | None
     )
     parser.add_argument("--api-key-env", help="environment variable holding the API key")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    lang_argument(parser, "the report")
 
 
 def _check(args: argparse.Namespace, *positive: str) -> None:
@@ -282,7 +285,7 @@ def _print(
     else:
         from wizard.render import console
 
-        console().print(view(json.loads(text)), soft_wrap=soft_wrap)
+        console().print(view(json.loads(text), chosen_language(args)), soft_wrap=soft_wrap)
 
 
 def run_stream(args: argparse.Namespace) -> int:
@@ -334,7 +337,7 @@ def run_load_command(args: argparse.Namespace) -> int:
         requests = 32
     api_key = api_key_from_env(args.api_key_env)
     headers = auth_headers(api_key)
-    view = LoadProgressView(live=sys.stderr.isatty())
+    view = LoadProgressView(live=sys.stderr.isatty(), lang=chosen_language(args))
 
     async def measure(client: Any, spec: Any) -> Any:
         return await run_load(
@@ -528,7 +531,7 @@ def run_nginx_config(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        console().print(nginx_config_view(report))
+        console().print(nginx_config_view(report, chosen_language(args)))
     return 1 if report["findings"] or report["errors"] else 0
 
 
@@ -570,8 +573,16 @@ def run_metrics(args: argparse.Namespace) -> int:
         taken_at = Path(args.file).stat().st_mtime if args.file else time.time()
         window = taken_at - Path(args.since).stat().st_mtime
         snapshot["since"] = delta(before, now, window if window > 0 else None)
+    lang = chosen_language(args)
     if args.json:
         print(json.dumps(snapshot, indent=2))
+    elif lang != "en":  # labelled facts; English keeps the key lines scripts read
+        from rich.text import Text
+
+        from wizard.render import console
+        from wizard.render_facts import fact_lines
+
+        console().print(Text("\n".join(fact_lines(snapshot, lang))), soft_wrap=True)
     else:
         for key, value in snapshot.items():
             if key != "since":
@@ -596,7 +607,11 @@ def run_endpoints(args: argparse.Namespace) -> int:
     ctx = ProbeContext(target=args.target, headers=auth_headers(api_key), timeout_s=args.timeout)
     facts = aio.run(probe(ctx, {}))
 
-    def view(shown: dict[str, Any]) -> Text:
+    def view(shown: dict[str, Any], lang: str) -> Text:
+        if lang != "en":
+            from wizard.render_facts import fact_lines
+
+            return Text("\n".join(fact_lines(shown, lang)))
         return Text("\n".join(f"{key}: {value}" for key, value in shown.items()))
 
     _print(facts, args, api_key, view, soft_wrap=True)  # one line per fact, as scripts read it
@@ -609,7 +624,7 @@ def run_vllm_log(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from wizard.cli.inputs import language, text_input
+    from wizard.cli.inputs import text_input
     from wizard.errors import UsageError, WizardError
     from wizard.probes import vllm_logs
     from wizard.render_events import log_line
@@ -626,7 +641,7 @@ def run_vllm_log(args: argparse.Namespace) -> int:
             report = vllm_logs.read_stream(handle, args.file)
     # The reader notes when no line of the input looked like vLLM's (a wrong file, an empty paste).
     recognised = "note" not in report
-    lang = args.lang or language()
+    lang = chosen_language(args)
     if args.json:
         print(json.dumps(report, indent=2))
     elif recognised and lang != "en":  # the walk's own sentences; English keeps the key lines

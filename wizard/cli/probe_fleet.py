@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from wizard.cli.inputs import seconds
+from wizard.cli.inputs import chosen_language, lang_argument, seconds
 
 FLEET_DESCRIPTION = """\
 Read vLLM's metrics for every replica Prometheus scrapes (the instance label), over the incident
@@ -29,6 +29,7 @@ def register(probes: Any) -> None:
     fleet_arguments(fleet, required=True)
     fleet.add_argument("--timeout", type=seconds, default=30.0, help="seconds to wait (default 30)")
     fleet.add_argument("--json", action="store_true", help="print one JSON object")
+    lang_argument(fleet, "the replicas and who differs")
     fleet.set_defaults(handler=run_fleet)
 
 
@@ -72,5 +73,5 @@ def run_fleet(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        console().print(fleet_view(report))
+        console().print(fleet_view(report, chosen_language(args)))
     return 1 if report["differing"] else 0

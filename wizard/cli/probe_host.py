@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from wizard.cli.inputs import chosen_language, lang_argument
+
 HOST_DESCRIPTION = """\
 What the GPU host has: physical CPU cores against GPUs (vLLM wants at least 2 + N physical cores
 for N GPUs), the GPUs and their memory (which sets vLLM's default token budget), whether they are
@@ -35,8 +37,7 @@ def register(probes: Any) -> None:
     # The old spelling, kept for the scripts that use it (docs/cli.md), out of --help.
     host.add_argument("--evidence", dest="host_evidence", help=argparse.SUPPRESS)
     host.add_argument("--json", action="store_true", help="print one JSON object")
-    host.add_argument("--lang", choices=["en", "zh"],
-                      help="zh: what was found as sentences in Chinese (default: from $LANG)")  # fmt: skip
+    lang_argument(host, "what was found as sentences")
     host.set_defaults(handler=run_host)
     topology = probes.add_parser(
         "topology", help="read `nvidia-smi topo -m` output: GPUs and NVLink pairs",
@@ -48,6 +49,7 @@ def register(probes: Any) -> None:
     topology.add_argument("file", nargs="?", default="-", help="the saved output, or - for stdin")
     topology.add_argument("--visible", metavar="IDS", help="CUDA_VISIBLE_DEVICES of the server")
     topology.add_argument("--json", action="store_true", help="print one JSON object")
+    lang_argument(topology, "the GPUs and their links")
     topology.set_defaults(handler=run_topology)
 
 
@@ -55,7 +57,6 @@ def run_host(args: argparse.Namespace) -> int:
     """Print what is known about the GPU host."""
     import json
 
-    from wizard.cli.run import default_language
     from wizard.probes.host import gather
     from wizard.render_events import host_line
 
@@ -63,7 +64,7 @@ def run_host(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(facts, indent=2))
         return 0
-    lang = args.lang or default_language()
+    lang = chosen_language(args)
     if lang != "en":  # the walk's own sentences; English keeps the lines scripts read
         print(host_line(facts, lang, every_note=True))
         return 0
@@ -81,20 +82,27 @@ def run_topology(args: argparse.Namespace) -> int:
     import json
 
     from wizard.cli.inputs import text_input
-    from wizard.probes.topology import interconnect, parse_topology
+    from wizard.probes.topology import TOPOLOGY_ERRORS, interconnect, parse_topology
+    from wizard.words import say, value_word
 
     with text_input(args.file) as handle:
         text = handle.read()
     topology = parse_topology(text)
     topology["interconnect"] = interconnect(topology, args.visible)
+    lang = chosen_language(args)
     if args.json:
         print(json.dumps(topology, indent=2))
     elif topology.get("error"):
-        print(f"{args.file}: {topology['error']} (expected the output of `nvidia-smi topo -m`)")
+        error = topology["error"]
+        if lang != "en":
+            error = say(TOPOLOGY_ERRORS[error], lang)
+        print(say("topology.error", lang, file=args.file, error=error))
     else:
-        print(f"GPUs: {topology['gpus']}, interconnect: {topology['interconnect']}")
+        link = topology["interconnect"]
+        print(say("topology.line", lang, gpus=topology["gpus"],
+                  interconnect=link if lang == "en" else value_word("interconnect", link, lang)))  # fmt: skip
         for pair in topology["pairs"]:
-            print(f"  {pair['a']} - {pair['b']}: {pair['link']}")
+            print(say("topology.pair", lang, a=pair["a"], b=pair["b"], link=pair["link"]))
         for note in topology["notes"]:
-            print(f"note: {note}")
+            print(say("view.note", lang, note=note))
     return 1 if topology.get("error") else 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from wizard.cli.inputs import seconds
+from wizard.cli.inputs import chosen_language, lang_argument, seconds
 
 REPLICAS_DESCRIPTION = """\
 Measure every replica behind one endpoint directly, one after the other, with the same round (the
@@ -49,6 +49,7 @@ def register(probes: Any) -> None:
     parser.add_argument("--timeout", type=seconds, default=60.0, help="read timeout per request")
     parser.add_argument("--api-key-env", help="environment variable holding the API key")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    lang_argument(parser, "the replicas and what is wrong")
     parser.set_defaults(handler=run_replicas)
 
 
@@ -85,5 +86,5 @@ def run_replicas(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        console().print(replicas_view(report))
+        console().print(replicas_view(report, chosen_language(args)))
     return 1 if report["causes"] else 0

@@ -58,12 +58,18 @@ def _columns(words: list[str]) -> list[str]:
     return columns
 
 
+# The two inputs that hold no link matrix (``error``; said in every language by ``TOPOLOGY_ERRORS``).
+NO_MATRIX = "no GPU matrix found"
+P2P_MATRIX = "a peer-access matrix (nvidia-smi topo -p2p), not the link matrix of topo -m"
+TOPOLOGY_ERRORS = {NO_MATRIX: "topology.no_matrix", P2P_MATRIX: "topology.p2p"}
+
+
 def parse_topology(text: str) -> dict[str, Any]:
     """The GPUs and the link between every pair (NV# = NVLink); ``notes`` on what was repaired."""
     lines = [_clean(line) for line in text.splitlines()]
     found = _header(lines)
     if found is None:
-        return {"gpus": 0, "nvlink_all_pairs": None, "pairs": [], "error": "no GPU matrix found",
+        return {"gpus": 0, "nvlink_all_pairs": None, "pairs": [], "error": NO_MATRIX,
                 "notes": []}  # fmt: skip
     at, columns = found
     rows: dict[str, list[str]] = {}
@@ -95,7 +101,7 @@ def parse_topology(text: str) -> dict[str, Any]:
     if links and not any(LEVEL.match(cell) for cell in links.values()):
         # All OK/NS: the peer-access matrix of `nvidia-smi topo -p2p`, which says nothing of links.
         return {"gpus": 0, "nvlink_all_pairs": None, "pairs": [], "notes": notes,
-                "error": "a peer-access matrix (nvidia-smi topo -p2p), not the link matrix of topo -m"}  # fmt: skip
+                "error": P2P_MATRIX}  # fmt: skip
     pairs = [
         {"a": a, "b": b, "link": links.get((a, b)) or links.get((b, a)) or "?"}
         for a, b in combinations(devices, 2)

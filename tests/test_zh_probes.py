@@ -1,0 +1,153 @@
+"""Issue #13, Chinese throughout: the ``probe`` sub-commands an on-call engineer runs by hand say
+what they found in Chinese with ``--lang zh`` (or a Chinese ``$LANG``): no English sentence and no
+raw value (``None``, ``True``, a snake_case key) in their human output. They printed English
+tables, verdicts and ``key: value`` lines before. ``--json`` and the English output are checked
+unchanged by the tests of each probe."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SimProcess, wizard_command
+from tests.text_checks import english_sentences, raw_values
+from wizard.nginx_runner import Nginx, find_nginx
+
+FIXTURES = Path(__file__).parent / "fixtures" / "nginx"
+
+requires_nginx = pytest.mark.skipif(
+    find_nginx() is None and not os.environ.get("WIZARD_REQUIRE_NGINX"),
+    reason="nginx is not installed (CI installs it and sets WIZARD_REQUIRE_NGINX=1)",
+)
+
+
+def said(*args: str, lang_env: str = "C.UTF-8", exit_code: int | None = 0) -> str:
+    """The command's standard output (wide: no table cell cut short), checked for both defects."""
+    result = subprocess.run(wizard_command("probe", *args), capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "LANG": lang_env, "LC_ALL": "", "COLUMNS": "240"})  # fmt: skip
+    assert exit_code is None or result.returncode == exit_code, result.stdout + result.stderr
+    text = result.stdout
+    assert english_sentences(text) == [], (english_sentences(text), text)
+    assert raw_values(text) == [], (raw_values(text), text)
+    return text
+
+
+def test_endpoints_in_chinese(healthy_sim: SimProcess) -> None:
+    text = said("endpoints", "--target", healthy_sim.url, "--lang", "zh")
+    assert "/v1/completions 可用：是" in text and "API 密钥：无" in text, text
+    # A Chinese locale is enough.
+    assert said("endpoints", "--target", healthy_sim.url, lang_env="zh_CN.UTF-8") == text
+
+
+def test_stream_and_load_in_chinese(healthy_sim: SimProcess) -> None:
+    text = said(
+        "stream", "--target", healthy_sim.url, "--repeat", "2", "--max-tokens", "8", "--lang", "zh"
+    )
+    assert "2 个请求中 2 个成功" in text and "阶段" in text, text
+    text = said("load", "--target", healthy_sim.url, "--concurrency", "2", "--requests", "4",
+                "--max-tokens", "8", "--lang", "zh")  # fmt: skip
+    assert "并发 2" in text and "稳态" in text and "客户端" in text, text
+
+
+def test_a_refused_model_is_said_in_chinese(healthy_sim: SimProcess) -> None:
+    text = said("stream", "--target", healthy_sim.url, "--model", "no-such-model", "--repeat", "1",
+                "--lang", "zh", exit_code=1)  # fmt: skip
+    assert "该服务提供的模型：" in text and "`http_404`" in text, text
+
+
+def test_metrics_and_their_change_in_chinese(healthy_sim: SimProcess, tmp_path: Path) -> None:
+    saved = tmp_path / "before.txt"
+    said("metrics", "--target", healthy_sim.url, "--save", str(saved), "--lang", "zh")
+    said(
+        "stream", "--target", healthy_sim.url, "--repeat", "1", "--max-tokens", "4", "--lang", "zh"
+    )
+    text = said("metrics", "--target", healthy_sim.url, "--since", str(saved), "--lang", "zh")
+    assert "KV 缓存占用：" in text and "此后：请求数：" in text and "服务端 TTFT：平均" in text, (
+        text
+    )
+
+
+@requires_nginx
+def test_proxy_in_chinese(healthy_sim: SimProcess, sim_factory: Any) -> None:
+    with Nginx(healthy_sim.url) as nginx:
+        text = said("proxy", "--target", healthy_sim.url, "--proxy", nginx.url, "--repeat", "2",
+                    "--lang", "zh")  # fmt: skip
+    assert "直连" in text and "经过代理" in text and "代理按到达顺序逐个转发事件" in text, text
+    # An upstream that answers nginx's HTTP/1.0 close-delimited: nginx's defaults buffer it.
+    h11 = sim_factory("--http", "h11")
+    with Nginx(h11.url) as nginx:
+        text = said("proxy", "--target", h11.url, "--proxy", nginx.url, "--repeat", "2",
+                    "--lang", "zh", exit_code=1)  # fmt: skip
+    assert "代理在缓冲：每次读取最多" in text and "TTFT 增加" in text, text
+
+
+CONFIG = """\
+http {
+    gzip on;
+    gzip_types text/event-stream;
+    server {
+        listen 8080;
+        location /v1/ {
+            proxy_pass http://127.0.0.1:8000;
+            proxy_connect_timeout 120s;
+        }
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("config", ["buffering", "dump-nginx-1.22.1.txt", "include-broken"])
+def test_nginx_config_in_chinese(config: str, tmp_path: Path) -> None:
+    path = FIXTURES / config
+    if (
+        config == "buffering"
+    ):  # every finding but the read timeout's, and the unknown version's note
+        path = tmp_path / "nginx.conf"
+        path.write_text(CONFIG)
+    text = said("nginx-config", str(path), "--lang", "zh", exit_code=1)
+    assert "代理的 location" in text and "LAT005 提示" in text, text
+    if config == "include-broken":  # the parser's own message is quoted as it came
+        assert "错误：`" in text and "引入）" in " ".join(text.split()), text
+    if config == "buffering":
+        for code in ("LAT001", "LAT002", "LAT004"):
+            assert code in text, text
+        assert "未设置 proxy_http_version" in text, text
+
+
+def test_validate_in_chinese(healthy_sim: SimProcess, tmp_path: Path) -> None:
+    """A run LoadGen judges, and one where every query is refused (the wizard's own reason, from
+    the run's counts, and LoadGen's quoted)."""
+    common = ("validate", "--target", healthy_sim.url, "--min-duration", "1", "--max-tokens", "4",
+              "--input-tokens", "8", "--outdir", str(tmp_path), "--lang", "zh")  # fmt: skip
+    # VALID or INVALID as LoadGen's early stopping judges this machine's timing: either is said.
+    text = said(*common, "--scenario", "SingleStream", exit_code=None)
+    assert "LoadGen 日志在" in text and "查询数" in text, text
+    text = said(*common, "--scenario", "Server", "--qps", "20", "--min-queries", "8", "--model", "no-such-model",
+                exit_code=3)  # fmt: skip
+    assert "没有一个成功" in text and "LoadGen 原文：" in text and "说明：没有查询成功" in text, (
+        text
+    )
+
+
+@pytest.mark.parametrize(
+    ("fixture", "shown", "code"),
+    [
+        ("topo-nvswitch-8.txt", "GPU：8 块，互联：NVLink", 0),
+        ("topo_fp-p2p-read.txt", "点对点访问矩阵", 1),
+    ],
+)
+def test_topology_in_chinese(fixture: str, shown: str, code: int) -> None:
+    path = Path(__file__).parent / "fixtures" / "host" / fixture
+    assert shown in said("topology", str(path), "--lang", "zh", exit_code=code)
+
+
+def test_the_english_views_are_the_words_they_were(healthy_sim: Any) -> None:
+    """English output is what it was: ``key: value`` lines for scripts, the tables' own words."""
+    result = subprocess.run(wizard_command("probe", "endpoints", "--target", healthy_sim.url),
+                            capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": ""})  # fmt: skip
+    assert "completions_ok: True\n" in result.stdout, result.stdout
