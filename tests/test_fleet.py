@@ -340,3 +340,29 @@ def test_the_fleet_is_said_in_chinese(fleet: Fleet) -> None:
     assert f"{Fleet.instance(fleet.faulty)} 与其他副本不同 -> queue_saturation：" in text, text
     assert f"请查看 {Fleet.instance(fleet.faulty)}" in text and "ms 之间" in text, text
     assert english_sentences(text) == [] and raw_values(text) == [], text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_kv_peak_that_differs_is_said_as_a_share_of_the_cache(lang: str) -> None:
+    """The zh fleet test failed when its busy replica's KV peak also differed: the peak (a
+    fraction of the cache) was printed as 0.0705 beside a median of 0.00111."""
+    from rich.console import Console
+
+    from wizard.probes.fleet_judgement import judge
+    from wizard.render import _difference
+
+    def replica(name: str, kv_peak: float) -> dict[str, Any]:
+        return {"instance": name, "job": "vllm", "url": f"http://{name}", "requests": 40.0,
+                "preemptions": 0.0, "waiting_avg": 0.0, "waiting_sd": 0.0, "kv_peak": kv_peak,
+                "kv_sd": 0.0001, "queue_share_of_ttft": None, "ttft": {}, "itl": {}, "queue": {}}  # fmt: skip
+
+    judged = judge({("vllm", n): replica(n, p) for n, p in (("a", 0.0705), ("b", 0.0011),
+                                                             ("c", 0.0012))})  # fmt: skip
+    [busy] = [r for r in judged["replicas"] if r["differs"]]
+    [found] = busy["differs"]
+    said = _difference(found, lang)
+    console = Console(width=200, record=True)
+    console.print(said)
+    text = console.export_text()
+    assert "7.0 %" in text and "0.1 %" in text, text
+    assert raw_values(text) == [], text

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.measure import percentile
+from wizard.probes.fleet_judgement import signal_value
 from wizard.render_events import pick, replica_evidence, replicas_source
 from wizard.terminal import printable
 from wizard.words import paren, say
@@ -360,7 +361,7 @@ def fleet_view(report: dict[str, Any], lang: str = "en") -> Group:
             causes = (
                 say("view.fleet_causes", lang, causes=", ".join(r["causes"])) if r["causes"] else ""
             )
-            texts = [d["text"] if lang == "en" else _difference(d, lang) for d in r["differs"]]
+            texts = [_difference(d, lang) for d in r["differs"]]
             parts.append(Text(say("view.fleet_differs", lang, instance=r["instance"], causes=causes,
                                   why=say("sep", lang).join(texts))))  # fmt: skip
     look_at = report["look_at"]
@@ -394,13 +395,17 @@ def _bounds(quoted: dict[str, Any], lang: str) -> str:
 
 
 def _difference(found: dict[str, Any], lang: str) -> str:
-    """How a replica stands out (recorded in English), said again from its numbers."""
+    """How a replica stands out (recorded in English with the signal's id), said again from its
+    numbers with the signal's name."""
     signal = say(f"view.fleet_signal.{found['signal']}", lang)
     if isinstance(found["value"], dict):  # a percentile, quoted with its bucket
         return say("view.fleet_percentile", lang, signal=signal, value=_bounds(found["value"], lang),
                    others=_bounds(found["others_median"], lang))  # fmt: skip
-    return say("view.fleet_plain", lang, signal=signal, value=f"{found['value']:.3g}",
-               way=say(f"view.fleet_{found['direction']}", lang), centre=f"{found['others_median']:.3g}")  # fmt: skip
+    value, centre = (
+        signal_value(found["signal"], found[key]) for key in ("value", "others_median")
+    )
+    return say("view.fleet_plain", lang, signal=signal, value=value,
+               way=say(f"view.fleet_{found['direction']}", lang), centre=centre)  # fmt: skip
 
 
 def replicas_view(report: dict[str, Any], lang: str = "en") -> Group:

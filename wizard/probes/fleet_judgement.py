@@ -18,6 +18,7 @@ import statistics
 from typing import Any
 
 from wizard import outliers
+from wizard.words import percent
 
 QUEUE_SHARE_OF_TTFT = 0.5  # "most of the TTFT": the playbook's LAT013 bar
 PERCENTILE = "p95"
@@ -33,6 +34,11 @@ PLAIN_SIGNALS = (
     ("waiting_avg", "waiting_sd", 1.0, False),
     ("kv_peak", "kv_sd", 0.0, False),
 )
+
+
+def signal_value(signal: str, value: float) -> str:
+    """A plain signal's value as a person reads it: the KV peak is a fraction of the cache."""
+    return percent(value) if signal == "kv_peak" else f"{value:.3g}"
 
 
 def _resolution(
@@ -59,7 +65,8 @@ def _plain_differences(replica: dict[str, Any], rest: list[dict[str, Any]]) -> l
             centre = statistics.median(values)
             found.append({
                 "signal": signal, "direction": way, "value": value, "others_median": centre,
-                "text": f"{signal} {value:.3g} ({way}; the other replicas' median {centre:.3g})",
+                "text": f"{signal} {signal_value(signal, value)} ({way}; the other replicas' "
+                f"median {signal_value(signal, centre)})",
             })  # fmt: skip
     return found
 
