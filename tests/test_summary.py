@@ -194,7 +194,9 @@ def test_the_summary_speaks_chinese() -> None:
         if w["en"] != w["zh"]
         and len(w["en"]) > 6
         and "{" not in w["en"]
-        and not key.startswith(("decision.", "value."))
+        # The probe views' words (view.*) are no summary's: "through the proxy" is also in this
+        # old transcript's recorded English evidence.
+        and not key.startswith(("decision.", "value.", "view."))
     }
     assert not [phrase for phrase in english if phrase in ours]
 
