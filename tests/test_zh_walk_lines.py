@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from rich.console import Console
 
 from tests.conftest import refused_start, wizard_command
 from tests.text_checks import english_sentences, raw_values
-from wizard import aio, contention
+from wizard import aio, audit, contention
 from wizard.nginx_runner import free_port
 from wizard.probes.runner import ProbeContext, run_probe
 from wizard.render_events import render_event
@@ -126,3 +127,18 @@ def test_the_shipped_examples_replay_as_sentences(example: Path) -> None:
         assert raw_values(shown_walk) == [], (lang, raw_values(shown_walk))
         if lang == "zh":
             assert english_sentences(shown_walk) == [], english_sentences(shown_walk)
+
+
+def test_the_audits_flags_are_said_in_words() -> None:
+    """The closing audit's line names what it flagged as a person says it, not as the probe's
+    fact names ("flags: multiple_changes_in_step")."""
+    session = SimpleNamespace(measurements=[], comparisons=[], facts={},
+                              changes=[{"parameter": p, "code": "LAT001", "measured": False}
+                                       for p in ("proxy_buffering", "gzip")])  # fmt: skip
+    facts = aio.run(audit.probe(SimpleNamespace(session=session), {}))
+    assert facts["multiple_changes_in_step"] is True
+    event = {"probe": "audit", "as": "audit", "round": None, "error": None, "facts": facts}
+    assert "flags: several changes in one step" in shown("probe_result", event, "en")
+    said = shown("probe_result", event, "zh")
+    assert "标记：一步中有多项变更" in said, said
+    assert english_sentences(said) == [] and raw_values(said) == [], said

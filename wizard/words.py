@@ -98,8 +98,11 @@ WORDS: dict[str, dict[str, str]] = {
     "col.result": {"en": "result", "zh": "结果"},
     "col.change": {"en": "change", "zh": "变更"},
     # LoadGen before the first change and after the last, on its own path: no one change's effect.
+    "path.direct": {"en": "direct", "zh": "直连"},
+    "path.proxy": {"en": "proxy", "zh": "经代理"},
+    "walk.round_title": {"en": "{label}: {path} path, {url}", "zh": "{label}：{path}路径，{url}"},
     "validation_on": {"en": "Validation, {path} path (every change together)",
-                      "zh": "验证，{path} 路径（全部变更合计）"},
+                      "zh": "验证，{path}路径（全部变更合计）"},
     "col.judged": {"en": "judged on", "zh": "判断依据"},
     "col.before": {"en": "before", "zh": "之前"},
     "col.after": {"en": "after", "zh": "之后"},
@@ -409,7 +412,7 @@ WORDS: dict[str, dict[str, str]] = {
     "value.auth.unknown": {"en": "unknown", "zh": "未知"},
     "value.against.baseline": {"en": "baseline", "zh": "基线"},
     "value.against.before the changes": {"en": "before the changes", "zh": "变更之前"},
-    "walk.pass": {"en": "PASS {stage}: no cause found{info}", "zh": "PASS {stage}：未发现原因{info}"},
+    "walk.pass": {"en": "PASS {stage}: no cause found{info}", "zh": "通过 {stage}：未发现原因{info}"},
     "walk.pass_info": {"en": " (for information: {codes})", "zh": "（仅供参考：{codes}）"},
     "walk.change": {"en": "change ({layer}): {parameter}: {before} -> {after}{restarted}",
                     "zh": "变更（{layer}）：{parameter}：{before} -> {after}{restarted}"},
@@ -434,6 +437,13 @@ WORDS: dict[str, dict[str, str]] = {
     "walk.no_static": {"en": "no static findings", "zh": "无静态发现"},
     "walk.audit": {"en": "  audit: {measurements} measurement(s), {changes} change(s); flags: {flags}",
                    "zh": "  审计：{measurements} 次测量，{changes} 项变更；标记：{flags}"},
+    # What each of the audit's flags means (the audit probe's fact names).
+    "audit_flag.cold_steady_mixed": {"en": "cold and steady requests mixed", "zh": "冷启动与稳态请求混在一起"},
+    "audit_flag.multiple_changes_in_step": {"en": "several changes in one step", "zh": "一步中有多项变更"},
+    "audit_flag.total_time_only": {"en": "only the total time recorded", "zh": "只记录了总时间"},
+    "audit_flag.cross_scenario_comparison": {"en": "a comparison across scenarios", "zh": "跨场景的比较"},
+    "audit_flag.budget_unjudged": {"en": "token budget not judged", "zh": "token 预算未能判断"},
+    "audit_flag.offline_as_latency": {"en": "Offline throughput taken as latency", "zh": "把 Offline 吞吐当作延迟"},
     "walk.loadgen_p90": {"en": ", early-stopping p90 {p90} ms", "zh": "，early-stopping p90 {p90} ms"},
     "walk.no_reason": {"en": "no reason recorded", "zh": "未记录原因"},
     "walk.offline": {"en": "; throughput only, not latency evidence", "zh": "；只反映吞吐，不能作为延迟证据"},
@@ -610,6 +620,14 @@ def paren(text: str, inner: str, lang: str) -> str:
 def segment_name(segment: str) -> str:
     """``ttft_ms`` -> ``TTFT``."""
     return SEGMENT_NAMES.get(segment, segment)
+
+
+def path_name(path: str | None, lang: str) -> str:
+    """A measured path (``direct``, ``proxy``) as a word; one not known is shown as recorded."""
+    if path is None:
+        return say("unknown", lang)
+    key = f"path.{path}"
+    return say(key, lang) if key in WORDS else path
 
 
 def verdict_word(verdict: str, lang: str) -> str:
