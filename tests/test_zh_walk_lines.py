@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,8 +18,9 @@ import pytest
 from rich.console import Console
 
 from tests.conftest import refused_start, wizard_command
+from tests.fuzzing import FIXTURES
 from tests.text_checks import english_sentences, raw_values
-from wizard import aio, audit, contention
+from wizard import aio, audit, contention, transcript
 from wizard.nginx_runner import free_port
 from wizard.probes.runner import ProbeContext, run_probe
 from wizard.render_events import render_event
@@ -142,3 +144,23 @@ def test_the_audits_flags_are_said_in_words() -> None:
     said = shown("probe_result", event, "zh")
     assert "标记：一步中有多项变更" in said, said
     assert english_sentences(said) == [] and raw_values(said) == [], said
+
+
+@pytest.mark.parametrize(
+    ("lang", "header", "title"),
+    [("en", "ok", "direct: direct path, http://"), ("zh", "成功", "direct：直连路径，http://")],
+)
+def test_a_rounds_table_gives_its_unit_and_its_path_in_words(
+    lang: str, header: str, title: str
+) -> None:
+    """Issue #13 item 4: the walk's round table says its times are ms ("no units" before), and
+    its title names the path in words ("direct: direct http://..." before)."""
+    recorded = transcript.load(FIXTURES / "transcripts" / "demo-kv-pressure.ndjson").events
+    event = next(
+        e for e in recorded if e["type"] == "probe_result" and e["data"]["probe"] == "measure"
+    )
+    said = shown("probe_result", event["data"], lang)
+    columns = next(line for line in said.splitlines() if "TTFT p50" in line)
+    assert re.match(r"┃ ms +┃ TTFT p50 ┃", columns) and columns.rstrip("┃ ").endswith(header), said
+    assert said.startswith(title), said
+    assert raw_values(said) == [], said

@@ -458,9 +458,10 @@ def log_line(facts: dict[str, Any], lang: str, every_note: bool = False) -> str:
 def measurement_table(facts: dict[str, Any], title: str, lang: str = "en") -> Table:
     """Steady (and cold) percentiles of a measure probe, with what the server saw."""
     table = Table(title=title, title_justify="left")
-    table.add_column("")
-    for column in ("TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p99", "E2E p50", "ok"):
+    table.add_column("ms", header_style="dim")  # the unit of every time in the table
+    for column in ("TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p99", "E2E p50"):
         table.add_column(column, justify="right")
+    table.add_column(say("ok", lang), justify="right")
     for label in ("steady", "cold"):
         row = facts.get(label)
         if row:
