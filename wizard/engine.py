@@ -308,7 +308,7 @@ async def _visit(session: Session, node: Node) -> str:
         session.record("answer", node.id, answer)
     for call in node.probes:
         if not conditions.evaluate(call.when, session.facts, session.answers):
-            note(session, node.id, "note.skipped", probe=call.name)
+            note(session, node.id, "note.skipped", probe=call.name, label=call.as_)
             continue
         await _probe(session, node, call)
     if conditions.evaluate(node.judge_start, session.facts, session.answers):

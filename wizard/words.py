@@ -179,8 +179,8 @@ WORDS: dict[str, dict[str, str]] = {
                                  "zh": "{segment} p50（ms）：修复后与最终"},
     "chart.change": {"en": "{segment} p50 (ms), {parameter}", "zh": "{segment} p50（ms），{parameter}"},
     # the engine's notes (engine.note), recorded in every language
-    "note.skipped": {"en": "probe {probe} skipped (its condition does not hold)",
-                     "zh": "跳过探测 {probe}（条件不满足）"},
+    "note.skipped": {"en": "probe {probe} ({label}) skipped (its condition does not hold)",
+                     "zh": "跳过探测 {probe}（{label}）：条件不满足"},
     "note.sweep": {"en": "{code} found on the closing sweep: its evidence came after {node} ran (or that step was not on this walk's route)",
                    "zh": "{code} 在收尾复查中发现：其证据在 {node} 运行之后才出现（或该步骤不在本次诊断的路线上）"},
     "note.no_side_by_side": {"en": "{after} is not set beside {before}: {missing} measured no latency evidence (not run, failed queries, or Offline)",
