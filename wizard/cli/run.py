@@ -6,150 +6,70 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from wizard.cli.inputs import SALVAGE_HELP, check_base_url, seconds, transcript_input
+from wizard.cli.inputs import check_base_url, seconds, transcript_input
 
-RUN_DESCRIPTION = """\
-Walk the diagnosis (baseline, entry point, resources/KV cache/scheduling, parallelism/start-up,
-nginx, validation, closing audit) against a vLLM server, optionally behind a proxy. Every step says
-why it matters, what was measured and what it means; a finding proposes ONE change, and after it is
-applied the wizard measures again with the same spec and compares with the baseline.
-
-Who answers: a person at the terminal (default), --answers FILE (YAML keyed by question id and
-finding code), or --auto (evidence and defaults, never prompts, applies nothing it does not own).
-The transcript (append-only, hash-chained, 0600) is written as the walk goes; Ctrl-C keeps it and
-prints how to resume. The API key is read from $VLLM_API_KEY (then $OPENAI_API_KEY), never a flag.
-
-Exit status (also the `end` event's "outcome" in the transcript, and `export --format json`):
-  0  the walk completed and no cause remains (none found, or each fix proven by its own evidence)
-  3  the walk completed and a cause remains (a warn or fail finding not shown gone)
-  4  the walk completed but nothing could be measured (no round succeeded, nothing found)
-  1  the walk could not complete (an error, or a different server when resuming)
-  2  usage errors; 130 interrupted (the transcript is kept; resume it)"""
-EPILOG = """\
-examples:
-  latency-wizard run --target http://127.0.0.1:8000
-  latency-wizard run --target http://vllm:8000 --proxy https://llm.example.com --auto
-  latency-wizard run --target http://vllm:8000 --vllm-log vllm.log --host-evidence gpu-host/
-  latency-wizard run --prometheus http://prometheus:9090 --job vllm --window 15m --auto
-  latency-wizard resume transcripts/20261202T101500Z-vllm-8000.ndjson --auto"""
+if TYPE_CHECKING:
+    from wizard.words_cli import Words
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, words: Words) -> None:
     """Add ``run`` and ``resume``."""
     from wizard.cli import probe_fleet
 
     run = subparsers.add_parser(
-        "run", help="walk the diagnosis against a server", description=RUN_DESCRIPTION, epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "run", help=words("run.help"), description=words("run.description"),
+        epilog=words("run.epilog"), raw_description=True,
     )  # fmt: skip
-    run.add_argument(
-        "--target",
-        help="base URL of vLLM, e.g. http://127.0.0.1:8000 (with --prometheus: default the replica "
-        "that differs from the rest)",
-    )
-    run.add_argument("--proxy", help="base URL of the same service through the proxy (nginx)")
-    run.add_argument(
-        "--nginx-conf", help="the proxy's config: nginx.conf, a folder, or saved `nginx -T` output"
-    )
-    run.add_argument(
-        "--replica", action="append", metavar="URL",
-        help="a replica behind --proxy (repeat it): each is measured directly against the proxy's "
-        "path (default: the nginx upstream in --nginx-conf, else Prometheus' targets)",
-    )  # fmt: skip
-    run.add_argument(
-        "--vllm-log",
-        metavar="FILE",
-        help="the server's log (any vLLM era): start-up config, KV cache, timings and errors. With "
-        "it, a server that failed to start is diagnosed from its log. Several replicas: a folder "
-        "of their logs, or `kubectl logs --prefix` of their pods in one file",
-    )
-    run.add_argument(
-        "--host-evidence",
-        metavar="DIR",
-        help="files collected on the GPU host (lscpu, nvidia-smi topo -m, GPU list, env, the log); "
-        "see 'latency-wizard probe host --help'",
-    )
-    workload_arguments(run)
-    fleet = run.add_argument_group(
-        "fleet", "read every replica through Prometheus first (see 'probe fleet --help')"
-    )
-    probe_fleet.fleet_arguments(fleet, required=False)
-    run.add_argument(
-        "--transcript",
-        help="where to write the transcript (default: transcripts/<time>-<target>.ndjson)",
-    )
-    run.add_argument(
-        "--playbook", help="playbook YAML (default: the built-in vllm-latency playbook)"
-    )
-    run.add_argument(
-        "--timeout", type=seconds, default=60.0, help="read timeout per request in seconds"
-    )
-    run.add_argument("--api-key-env", help="environment variable holding the API key")
-    _operator_arguments(run)
+    run.add_argument("--target", help=words("run.target"))
+    run.add_argument("--proxy", help=words("run.proxy"))
+    run.add_argument("--nginx-conf", help=words("run.nginx_conf"))
+    run.add_argument("--replica", action="append", metavar="URL", help=words("run.replica"))
+    run.add_argument("--vllm-log", metavar="FILE", help=words("run.vllm_log"))
+    run.add_argument("--host-evidence", metavar="DIR", help=words("run.host_evidence"))
+    workload_arguments(run, words)
+    fleet = run.add_argument_group(words("run.fleet"), words("run.fleet.description"))
+    probe_fleet.fleet_arguments(fleet, words, required=False)
+    run.add_argument("--transcript", help=words("run.transcript"))
+    run.add_argument("--playbook", help=words("run.playbook"))
+    run.add_argument("--timeout", type=seconds, default=60.0, help=words("timeout_per_request"))
+    run.add_argument("--api-key-env", help=words("api_key_env"))
+    _operator_arguments(run, words)
     run.set_defaults(handler=run_command)
     resume = subparsers.add_parser(
-        "resume", help="continue a walk that was interrupted",
-        description="Continue a session from its transcript (verified first) at the step it stopped in.",
-    )  # fmt: skip
-    resume.add_argument("transcript", help="the transcript of the interrupted session")
-    resume.add_argument(
-        "--salvage", action="store_true",
-        help=SALVAGE_HELP + "; the left-out bytes are moved to FILE.torn and the session continues "
-        "after the verified part",
-    )  # fmt: skip
-    resume.add_argument("--api-key-env", help="environment variable holding the API key")
-    for flag in ("--target", "--proxy"):
-        resume.add_argument(
-            flag, metavar="URL",
-            help=f"the session's {flag[2:]} again, with the user:password its transcript masked",
-        )  # fmt: skip
-    resume.add_argument(
-        "--timeout", type=seconds, default=60.0, help="read timeout per request in seconds"
+        "resume", help=words("resume.help"), description=words("resume.description")
     )
-    _operator_arguments(resume)
+    resume.add_argument("transcript", help=words("resume.transcript"))
+    resume.add_argument("--salvage", action="store_true",
+                        help=words("resume.salvage", salvage=words("salvage")))  # fmt: skip
+    resume.add_argument("--api-key-env", help=words("api_key_env"))
+    for flag in ("--target", "--proxy"):
+        resume.add_argument(flag, metavar="URL", help=words("resume.url", name=flag[2:]))
+    resume.add_argument("--timeout", type=seconds, default=60.0, help=words("timeout_per_request"))
+    _operator_arguments(resume, words)
     resume.set_defaults(handler=resume_command)
 
 
-def workload_arguments(parser: argparse.ArgumentParser) -> None:
+def workload_arguments(parser: argparse.ArgumentParser, words: Words) -> None:
     """The incident's request shape (P1.1): every round of the walk is measured with it."""
-    shape = parser.add_argument_group(
-        "the incident's workload",
-        "the request shape the service really gets; every round uses it (the baselines, their "
-        "repeats and LoadGen whole, the load round at twice its concurrency, the long-prompt and "
-        "shared-prefix rounds its model and API). Without it: 64 words in, 64 tokens out, 4 "
-        "streams, and the API the server answers (asked when it answers both)",
+    shape = parser.add_argument_group(words("workload"), words("workload.description"))
+    shape.add_argument("--model", help=words("workload.model"))
+    shape.add_argument(
+        "--endpoint", choices=["completions", "chat"], help=words("workload.endpoint")
     )
-    shape.add_argument("--model", help="the model id requests name (default: the first served)")
-    shape.add_argument(
-        "--endpoint", choices=["completions", "chat"],
-        help="the API the service uses: /v1/completions or /v1/chat/completions",
-    )  # fmt: skip
-    shape.add_argument("--input-tokens", type=int, metavar="N", help="prompt length in words")
-    shape.add_argument(
-        "--output-tokens", "--max-tokens", dest="output_tokens", type=int, metavar="N",
-        help="output tokens per request (max_tokens, with vLLM's ignore_eos)",
-    )  # fmt: skip
-    shape.add_argument(
-        "--concurrency", type=int, metavar="N", help="requests in flight at once (streams)"
-    )
-    shape.add_argument(
-        "--request-body", metavar="FILE",
-        help="a JSON body the service receives (a `prompt` or a `messages` list), replayed as is: "
-        "streaming and usage are asked for so the stream can be timed and counted, and each "
-        "request's prompt begins with a word of its own (no request is served from another's "
-        "prefix cache)",
-    )  # fmt: skip
+    shape.add_argument("--input-tokens", type=int, metavar="N", help=words("workload.input_tokens"))
+    shape.add_argument("--output-tokens", "--max-tokens", dest="output_tokens", type=int,
+                       metavar="N", help=words("workload.output_tokens"))  # fmt: skip
+    shape.add_argument("--concurrency", type=int, metavar="N", help=words("workload.concurrency"))
+    shape.add_argument("--request-body", metavar="FILE", help=words("workload.request_body"))
 
 
-def _operator_arguments(parser: argparse.ArgumentParser) -> None:
+def _operator_arguments(parser: argparse.ArgumentParser, words: Words) -> None:
     who = parser.add_mutually_exclusive_group()
-    who.add_argument("--auto", action="store_true", help="never prompt: evidence and defaults")
-    who.add_argument("--answers", help="YAML file of answers keyed by question id / finding code")
-    parser.add_argument(
-        "--lang", choices=["en", "zh"], help="language of the walk (default: from $LANG)"
-    )
+    who.add_argument("--auto", action="store_true", help=words("walk.auto"))
+    who.add_argument("--answers", help=words("walk.answers"))
+    parser.add_argument("--lang", choices=["en", "zh"], help=words("walk.lang"))
 
 
 def default_language() -> str:
