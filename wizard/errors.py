@@ -29,12 +29,18 @@ class WizardError(Exception):
     @classmethod
     def cannot_read(cls, path: object, exc: OSError) -> WizardError:
         """``cannot read PATH: why``, the system's reason in every language the table knows."""
+        return cls.os_said("error.cannot_read", exc, path=path)
+
+    @classmethod
+    def os_said(cls, key: str, exc: OSError, **values: object) -> WizardError:
+        """The error worded by ``key``, its ``{why}`` the system's reason in every language the
+        table knows (else the system's own words)."""
         import errno
 
         from wizard.words import WORDS
 
-        key = f"oserror.{errno.errorcode.get(exc.errno or 0, '')}"
-        return cls.said("error.cannot_read", path=path, why=WORDS.get(key) or str(exc.strerror))
+        reason = f"oserror.{errno.errorcode.get(exc.errno or 0, '')}"
+        return cls.said(key, why=WORDS.get(reason) or str(exc.strerror), **values)
 
 
 class UsageError(WizardError):

@@ -58,7 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(say("error.line", lang, command=args.command, message=message), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print(f"latency-wizard {args.command}: interrupted", file=sys.stderr)
+        from wizard.words import say
+
+        print(say("interrupted.line", lang, command=args.command), file=sys.stderr)
         return 130
     return code
 

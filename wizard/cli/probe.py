@@ -148,9 +148,9 @@ def _check(args: argparse.Namespace, *positive: str) -> None:
     for name in ("input_tokens", "max_tokens", *positive):
         value = getattr(args, name)
         if value is not None and value < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+            raise UsageError.said("error.at_least_1", flag=f"--{name.replace('_', '-')}")
     if not args.target.startswith(("http://", "https://")):
-        raise UsageError(f"--target must be an http(s) URL, got {args.target!r}")
+        raise UsageError.said("error.target_not_http", url=repr(args.target))
 
 
 def _print(
@@ -216,11 +216,11 @@ def run_load_command(args: argparse.Namespace) -> int:
     if args.warmup < 0:
         from wizard.errors import UsageError
 
-        raise UsageError("--warmup must be 0 or more")
+        raise UsageError.said("error.warmup")
     if args.duration is not None and args.duration <= 0:
         from wizard.errors import UsageError
 
-        raise UsageError("--duration must be positive")
+        raise UsageError.said("error.duration")
     requests = args.requests if args.duration is None and args.requests is not None else None
     if args.duration is None and requests is None:
         requests = 32
@@ -304,7 +304,9 @@ async def _metrics_text(url: str, timeout_s: float) -> str:
         try:
             status, text = await fetch(client, "GET", url)
         except httpx.TimeoutException:
-            raise WizardError(f"{url} did not answer within {timeout_s:g} s") from None
+            raise WizardError.said(
+                "error.no_answer_within", url=url, seconds=f"{timeout_s:g}"
+            ) from None
         except httpx.HTTPError as exc:
             raise WizardError.said(
                 "error.cannot_read", path=url, why=explain_texts(exc, url)
@@ -312,7 +314,7 @@ async def _metrics_text(url: str, timeout_s: float) -> str:
         except BoundedRequestError as exc:
             raise WizardError(str(exc)) from None
     if status != 200:
-        raise WizardError(f"{url} answered HTTP {status}")
+        raise WizardError.said("error.answered_http", url=url, status=status)
     return text
 
 
@@ -334,16 +336,18 @@ def run_validate(args: argparse.Namespace) -> int:
 
     _check(args, "min_queries", "max_in_flight", "max_runs")
     if args.qps <= 0 or args.min_duration <= 0:
-        raise UsageError("--qps and --min-duration must be positive")
+        raise UsageError.said("error.qps_duration")
     ttft, tpot = 2000.0, 100.0
     if args.preset:
         if args.preset not in PRESETS:
-            raise UsageError(f"unknown preset {args.preset!r}; choose one of: {', '.join(PRESETS)}")
+            raise UsageError.said(
+                "error.unknown_preset", preset=repr(args.preset), presets=", ".join(PRESETS)
+            )
         ttft, tpot = PRESETS[args.preset]
     ttft = args.ttft_ms or ttft
     tpot = args.tpot_ms or tpot
     if args.find_peak and args.scenario != "Server":
-        raise UsageError("--find-peak applies to the Server scenario only")
+        raise UsageError.said("error.find_peak")
     api_key = api_key_from_env(args.api_key_env)
     headers = auth_headers(api_key)
 
@@ -440,7 +444,7 @@ def run_metrics(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError.cannot_read(path, exc) from None
         if not text.strip():
-            raise WizardError(f"{path} is empty")
+            raise WizardError.said("error.empty_file", path=path)
         return text
 
     before = parse(read_text(args.since)) if args.since else None
@@ -455,7 +459,7 @@ def run_metrics(args: argparse.Namespace) -> int:
         try:
             Path(args.save).write_text(text, encoding="utf-8")
         except OSError as exc:
-            raise UsageError(f"cannot write {args.save}: {exc.strerror}") from None
+            raise UsageError.os_said("error.cannot_write", exc, path=args.save) from None
     snapshot = now.to_dict()
     if before is not None:
         # The saved file's modification time is when it was scraped (--save, or curl -o).
@@ -524,7 +528,7 @@ def run_vllm_log(args: argparse.Namespace) -> int:
         try:
             report = vllm_logs.read_path(args.file)
         except WizardError as exc:  # as a file that cannot be read: a usage error
-            raise UsageError(str(exc)) from None
+            raise UsageError(str(exc), exc.texts) from None
     else:
         with text_input(args.file) as handle:
             report = vllm_logs.read_stream(handle, args.file)

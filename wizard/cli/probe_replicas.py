@@ -55,7 +55,7 @@ def run_replicas(args: argparse.Namespace) -> int:
     from wizard.render import console, replicas_view
 
     if args.proxy and not args.proxy.startswith(("http://", "https://")):
-        raise UsageError(f"--proxy {args.proxy!r} is not an http(s) URL")
+        raise UsageError.said("error.flag_not_http", flag="--proxy", url=repr(args.proxy))
     fleet = None
     if args.prometheus and not args.replica and not args.nginx_conf:
         from wizard.cli import probe_fleet
@@ -63,10 +63,7 @@ def run_replicas(args: argparse.Namespace) -> int:
         fleet = probe_fleet.read(args)
     found = replica_sources.known(args.replica, args.nginx_conf, fleet)
     if found is None:
-        raise UsageError(
-            "fewer than two replica URLs: give --replica URL (twice or more), --nginx-conf with an "
-            "upstream block, or --prometheus"
-        )
+        raise UsageError.said("error.too_few_replicas")
     ctx = ProbeContext(target=found.urls[0], headers=auth_headers(api_key_from_env(args.api_key_env)),
                        timeout_s=args.timeout)  # fmt: skip
     params = {"concurrency": args.concurrency, "requests": args.requests,

@@ -127,6 +127,6 @@ def export_command(args: argparse.Namespace) -> int:
     try:
         Path(args.output).write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+        raise UsageError.os_said("error.cannot_write", exc, path=args.output) from None
     print(f"wrote {args.output}")
     return 0

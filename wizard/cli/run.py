@@ -91,7 +91,7 @@ def choose_operator(args: argparse.Namespace, playbook: Any, applier: Any = None
     if args.answers:
         return ScriptedOperator.from_file(Path(args.answers), playbook, applier)
     if not sys.stdin.isatty():
-        raise UsageError("no terminal to ask questions on: pass --auto or --answers FILE")
+        raise UsageError.said("error.no_terminal")
     return InteractiveOperator(applier)
 
 
@@ -148,21 +148,15 @@ def _read_fleet(args: argparse.Namespace) -> dict[str, Any] | None:
 
     if args.prometheus is None:
         if args.target is None:
-            raise UsageError("--target is required (or --prometheus to find the replica to walk)")
+            raise UsageError.said("error.target_required")
         return None
     report = probe_fleet.read(args)
     look_at = report["look_at"]
     if args.target is None:
         if look_at is None:
-            raise UsageError(
-                f"no replica differs from the rest over the last {args.window}: pass --target to walk "
-                "one (a replica or the service URL); 'latency-wizard probe fleet' shows them all"
-            )
+            raise UsageError.said("error.no_replica_differs", window=args.window)
         if look_at["url"] is None:
-            raise UsageError(
-                f"replica {look_at['instance']} differs, but Prometheus' targets give no URL for it: "
-                "pass --target"
-            )
+            raise UsageError.said("error.replica_no_url", instance=look_at["instance"])
         args.target = look_at["url"]
         print(
             f"fleet: walking {look_at['instance']} ({args.target}): {look_at['why']}",
@@ -177,15 +171,12 @@ def check_evidence_paths(args: argparse.Namespace) -> None:
 
     log, host, conf = args.vllm_log, args.host_evidence, args.nginx_conf
     if host and Path(host).exists() and not Path(host).is_dir():
-        raise UsageError(
-            f"--host-evidence {host} is a file: give the folder it is in, or a folder of files "
-            "collected on the GPU host (see 'latency-wizard probe host --help')"
-        )
+        raise UsageError.said("error.host_evidence_file", path=host)
     for flag, given in (("--vllm-log", log), ("--host-evidence", host), ("--nginx-conf", conf)):
         if given and not Path(given).exists():
-            raise UsageError(f"{flag} {given}: no such file or folder")
+            raise UsageError.said("error.flag_missing", flag=flag, path=given)
         if given and not os.access(given, os.R_OK):
-            raise UsageError(f"{flag} {given}: permission denied (it cannot be read)")
+            raise UsageError.said("error.flag_unreadable", flag=flag, path=given)
     if log and Path(log).is_dir():
         from wizard.errors import WizardError
         from wizard.probes.vllm_logs import log_files
@@ -193,7 +184,7 @@ def check_evidence_paths(args: argparse.Namespace) -> None:
         try:
             log_files(Path(log))
         except WizardError as exc:  # a folder of replicas' logs without any
-            raise UsageError(f"--vllm-log {exc}") from None
+            raise UsageError.said("error.flag_said", flag="--vllm-log", message=exc.texts) from None
 
 
 def _absolute(path: str | None) -> str | None:
@@ -259,10 +250,8 @@ def _create(path: Path, header: dict[str, Any], redactor: Any) -> Any:
     try:
         with interrupt.held():
             return TranscriptWriter.create(path, header, redactor)
-    except PermissionError:
-        raise UsageError(f"cannot write the transcript at {path}: permission denied") from None
     except OSError as exc:
-        raise UsageError(f"cannot write the transcript at {path}: {exc.strerror}") from None
+        raise UsageError.os_said("error.cannot_write_transcript", exc, path=path) from None
 
 
 def resume_command(args: argparse.Namespace) -> int:
@@ -274,15 +263,11 @@ def resume_command(args: argparse.Namespace) -> int:
 
     loaded = transcript_input(args)
     if loaded.complete:
-        raise UsageError(
-            f"{args.transcript} is a completed session; see it with 'latency-wizard replay'"
-        )
+        raise UsageError.said("error.completed_session", path=args.transcript)
     header = {**loaded.header, **_unmasked_urls(loaded.header, args)}
     book = playbook_module.load(header.get("playbook_path") or playbook_module.DEFAULT_PLAYBOOK)
     if book.sha256 != header["playbook_sha256"]:
-        raise UsageError(
-            "the playbook changed since this session started; it cannot be resumed safely"
-        )
+        raise UsageError.said("error.playbook_changed")
     operator = choose_operator(args, book)
     api_key = api_key_from_env(args.api_key_env)
     lost = loaded.lost
@@ -306,12 +291,9 @@ def _unmasked_urls(header: dict[str, Any], args: argparse.Namespace) -> dict[str
     for key in ("target", "proxy"):
         recorded, given = header.get(key), getattr(args, key)
         if given is not None and without_userinfo(given) != recorded:
-            raise UsageError(f"--{key} is not the session's {key} ({recorded})")
+            raise UsageError.said("error.not_sessions_url", name=key, recorded=recorded)
         if given is None and recorded and f"://{MASK}@" in recorded:
-            raise UsageError(
-                f"the session's {key} {recorded} had credentials, masked in its transcript: give "
-                f"the URL again with --{key}"
-            )
+            raise UsageError.said("error.masked_url", name=key, recorded=recorded)
         if given is not None:
             urls[key] = given
     return urls

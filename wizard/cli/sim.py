@@ -192,8 +192,8 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             from wizard.errors import UsageError
 
-            raise UsageError(
-                f"cannot write host evidence to {args.host_evidence}: {exc.strerror}"
+            raise UsageError.os_said(
+                "error.cannot_write_host_evidence", exc, path=args.host_evidence
             ) from None
     streams: list[Any] = [] if args.quiet else [sys.stderr]
     log_file = None
@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             from wizard.errors import UsageError
 
-            raise UsageError(f"cannot open log file {args.log_file}: {exc.strerror}") from None
+            raise UsageError.os_said("error.cannot_open_log", exc, path=args.log_file) from None
         streams.append(log_file)
     try:
         return serve(
