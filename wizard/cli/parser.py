@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from functools import partial
+from functools import cache, partial
 from typing import Any, NoReturn
 from unicodedata import east_asian_width
 
@@ -54,15 +54,20 @@ class WordedRawDescriptionFormatter(argparse.RawDescriptionHelpFormatter, Worded
 # A wide character (CJK, full-width punctuation) on its own, a run of other non-space characters
 # (a word, a flag, a URL), or a run of spaces.
 _WIDE = "\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6"
-_PIECES = re.compile(rf"[{_WIDE}]|[^\s{_WIDE}]+|\s+")
 _NO_LINE_START = set("，。、；：）」』》？！…")  # stays at the end of the line before
+
+
+@cache
+def _pieces() -> re.Pattern[str]:
+    """Compiled on first use: an English --help never needs it."""
+    return re.compile(rf"[{_WIDE}]|[^\s{_WIDE}]+|\s+")
 
 
 def wrap_wide(text: str, width: int) -> list[str]:
     """``text`` in lines of at most ``width`` terminal columns (a word longer than that alone)."""
     lines: list[str] = []
     line, used, space = "", 0, False
-    for piece in _PIECES.findall(text):
+    for piece in _pieces().findall(text):
         if piece.isspace():
             space = bool(line)
             continue

@@ -246,10 +246,14 @@ def _create(path: Path, header: dict[str, Any], redactor: Any) -> Any:
     from wizard import interrupt
     from wizard.errors import UsageError
     from wizard.transcript import TranscriptWriter
+    from wizard.words import WORDS
 
     try:
         with interrupt.held():
             return TranscriptWriter.create(path, header, redactor)
+    except PermissionError:
+        raise UsageError.said("error.cannot_write_transcript", path=path,
+                              why=WORDS["oserror.EACCES"]) from None  # fmt: skip
     except OSError as exc:
         raise UsageError.os_said("error.cannot_write_transcript", exc, path=path) from None
 
