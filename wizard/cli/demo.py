@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from wizard.cli.run import operator_arguments
+
 if TYPE_CHECKING:
     from wizard.words_cli import Words
 
@@ -15,10 +17,7 @@ def register(subparsers: Any, words: Words) -> None:
         "demo", help=words("demo.help"), description=words("demo.description")
     )
     demo.add_argument("--scenario", default="healthy", help=words("demo.scenario"))
-    who = demo.add_mutually_exclusive_group()
-    who.add_argument("--auto", action="store_true", help=words("walk.auto"))
-    who.add_argument("--answers", help=words("walk.answers"))
-    demo.add_argument("--lang", choices=["en", "zh"], help=words("walk.lang"))
+    operator_arguments(demo, words)
     demo.add_argument("--transcript", help=words("demo.transcript"))
     demo.add_argument("--no-nginx", action="store_true", help=words("demo.no_nginx"))
     demo.add_argument("--withhold", action="append", choices=["log", "host"], default=[],

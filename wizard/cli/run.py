@@ -35,7 +35,7 @@ def register(subparsers: Any, words: Words) -> None:
     run.add_argument("--playbook", help=words("run.playbook"))
     run.add_argument("--timeout", type=seconds, default=60.0, help=words("timeout_per_request"))
     run.add_argument("--api-key-env", help=words("api_key_env"))
-    _operator_arguments(run, words)
+    operator_arguments(run, words)
     run.set_defaults(handler=run_command)
     resume = subparsers.add_parser(
         "resume", help=words("resume.help"), description=words("resume.description")
@@ -47,7 +47,7 @@ def register(subparsers: Any, words: Words) -> None:
     for flag in ("--target", "--proxy"):
         resume.add_argument(flag, metavar="URL", help=words("resume.url", name=flag[2:]))
     resume.add_argument("--timeout", type=seconds, default=60.0, help=words("timeout_per_request"))
-    _operator_arguments(resume, words)
+    operator_arguments(resume, words)
     resume.set_defaults(handler=resume_command)
 
 
@@ -65,7 +65,9 @@ def workload_arguments(parser: argparse.ArgumentParser, words: Words) -> None:
     shape.add_argument("--request-body", metavar="FILE", help=words("workload.request_body"))
 
 
-def _operator_arguments(parser: argparse.ArgumentParser, words: Words) -> None:
+def operator_arguments(parser: argparse.ArgumentParser, words: Words) -> None:
+    """Who answers the walk's questions (--auto, --answers) and in which language (shared with
+    ``demo``)."""
     who = parser.add_mutually_exclusive_group()
     who.add_argument("--auto", action="store_true", help=words("walk.auto"))
     who.add_argument("--answers", help=words("walk.answers"))
