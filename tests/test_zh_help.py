@@ -184,3 +184,12 @@ def test_the_commands_own_bad_input_in_chinese(tmp_path: Path) -> None:
         assert len(lines) == 1 and words in lines[0] and "：错误：" in lines[0], lines
         assert english_sentences(lines[0]) == [], lines
     assert not (tmp_path / "walk.ndjson").exists()
+
+
+def test_what_export_says_after_writing(tmp_path: Path) -> None:
+    """Its status line follows the user's language (the summary follows --lang, else the walk's)."""
+    walk = Path(__file__).parent / "fixtures" / "transcripts" / "demo-kv-pressure.ndjson"
+    out = tmp_path / "summary.md"
+    zh, en = all_at_once([["export", str(walk), "-o", str(out)]] * 2, ["zh_CN.UTF-8", "C.UTF-8"])
+    assert zh.returncode == 0 and zh.stdout == f"已写入 {out}\n", zh.stdout + zh.stderr
+    assert en.returncode == 0 and en.stdout == f"wrote {out}\n", en.stdout + en.stderr

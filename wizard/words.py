@@ -372,6 +372,13 @@ WORDS: dict[str, dict[str, str]] = {
                    "zh": "nginx：{url}（nginx 默认配置：proxy_buffering on）"},
     "demo.upstream": {"en": "upstream:  the simulator runs with --http h11: it answers nginx's HTTP/1.0 request close-delimited, which nginx's default proxy_buffering holds back in bursts; a stock vLLM (httptools) answers chunked and nginx passes its events through",
                       "zh": "上游：模拟器以 --http h11 运行，对 nginx 的 HTTP/1.0 请求以关闭连接界定正文作答，nginx 默认的 proxy_buffering 会把它成批攒住；标准 vLLM（httptools）以 chunked 作答，nginx 会逐个转发事件"},
+    "demo.kept": {"en": "kept: {folder}", "zh": "已保留：{folder}"},
+    "demo.resume_hint": {"en": "the demo's processes are stopped with it; start it again with: latency-wizard demo",
+                         "zh": "演示的进程随之停止；要重新开始：latency-wizard demo"},
+    "note.reading_log": {"en": "{message}; reading the server's log instead", "zh": "{message}；改为读取服务的日志"},
+    "note.wrote": {"en": "wrote {path}", "zh": "已写入 {path}"},
+    "note.sim_demo_key": {"en": "latency-wizard sim: no key given; using the public demo key '{demo_key}' (set VLLM_API_KEY to choose one)",
+                          "zh": "latency-wizard sim：没有给出密钥；使用公开的演示密钥 '{demo_key}'（设置 VLLM_API_KEY 可自选一个）"},
     "demo.no_nginx": {"en": "nginx is not installed: walking without the proxy leg (Debian: apt-get install nginx)",
                       "zh": "没有安装 nginx：诊断不含代理这一段（Debian：apt-get install nginx）"},
     # the walk in the terminal (live, replay): render_events

@@ -84,9 +84,9 @@ def demo_command(args: argparse.Namespace) -> int:
                                        body=scenario.incident_body).to_header()}  # fmt: skip
         writer = _create(path, header, Redactor())
         args.timeout = 60.0
-        hint = "the demo's processes are stopped with it; start it again with: latency-wizard demo"
+        hint = say("demo.resume_hint", lang)
         return execute(book, writer, operator, args, None, header, events=[], resume_hint=hint)
     finally:
         for folder in stack.stop(keep_files=args.keep_files):
-            screen.print(f"kept: {folder}", soft_wrap=True)
+            screen.print(say("demo.kept", lang, folder=folder), soft_wrap=True)
         signal.signal(signal.SIGTERM, previous)

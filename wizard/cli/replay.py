@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wizard.cli.inputs import transcript_input
+from wizard.cli.inputs import language, transcript_input
 
 if TYPE_CHECKING:
     from wizard.words_cli import Words
@@ -100,6 +100,7 @@ def export_command(args: argparse.Namespace) -> int:
     from wizard import report
     from wizard.errors import UsageError
     from wizard.terminal import printable
+    from wizard.words import say
 
     loaded = transcript_input(args)
     model = report.build(loaded, args.lang or loaded.header.get("lang", "en"))
@@ -128,5 +129,5 @@ def export_command(args: argparse.Namespace) -> int:
         Path(args.output).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UsageError.os_said("error.cannot_write", exc, path=args.output) from None
-    print(f"wrote {args.output}")
+    print(say("note.wrote", language(), path=args.output))
     return 0

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wizard.cli.inputs import check_base_url, seconds, transcript_input
+from wizard.cli.inputs import check_base_url, language, seconds, transcript_input
 
 if TYPE_CHECKING:
     from wizard.words_cli import Words
@@ -239,7 +239,10 @@ def preflight(
         if log_tells:
             raise WizardError.said("error.log_hint", message=message, hint=log_hint)
         raise WizardError(message["en"], message)
-    print(f"{message['en']}; reading the server's log instead", file=sys.stderr)
+    from wizard.words import say
+
+    lang = language()
+    print(say("note.reading_log", lang, message=message.get(lang, message["en"])), file=sys.stderr)
 
 
 def _create(path: Path, header: dict[str, Any], redactor: Any) -> Any:

@@ -177,8 +177,10 @@ def run(args: argparse.Namespace) -> int:
     api_key = args.api_key or os.environ.get("VLLM_API_KEY")
     if scenario.name == "auth-required" and not api_key:
         api_key = DEMO_API_KEY
-        print(f"latency-wizard sim: no key given; using the public demo key '{DEMO_API_KEY}' "
-              "(set VLLM_API_KEY to choose one)", file=sys.stderr)  # fmt: skip
+        from wizard.cli.inputs import language
+        from wizard.words import say
+
+        print(say("note.sim_demo_key", language(), demo_key=DEMO_API_KEY), file=sys.stderr)
     # What a user would have typed on `vllm serve` for this scenario, plus the explicit flags.
     preset = {key: value for key, value in scenario.changes.items() if key in ENGINE_DESTS}
     non_default = logged_args(config, preset, overrides, api_key, args.host, args.port)
