@@ -176,6 +176,8 @@ def test_the_commands_own_bad_input_in_chinese(tmp_path: Path) -> None:
         (["run", "--auto", "--target", closed, "--host-evidence", str(a_file), "--transcript",
           str(tmp_path / "walk.ndjson")], f"--host-evidence {a_file} 是一个文件"),
         (["probe", "replicas", "--replica", closed], "副本 URL 不足两个"),
+        (["demo", "--no-nginx", "--engine-flag", "max_num_seqs"], "应为 NAME=VALUE"),
+        (["sim", "--scenario", "no-such"], "未知的场景 'no-such'"),
     ]  # fmt: skip
     for (_, words), result in zip(cases, all_at_once([c for c, _ in cases], "zh_CN.UTF-8"),
                                      strict=True):  # fmt: skip
