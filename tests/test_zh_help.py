@@ -195,3 +195,15 @@ def test_what_export_says_after_writing(tmp_path: Path) -> None:
     zh, en = all_at_once([["export", str(walk), "-o", str(out)]] * 2, ["zh_CN.UTF-8", "C.UTF-8"])
     assert zh.returncode == 0 and zh.stdout == f"已写入 {out}\n", zh.stdout + zh.stderr
     assert en.returncode == 0 and en.stdout == f"wrote {out}\n", en.stdout + en.stderr
+
+
+def test_every_cli_phrase_has_its_chinese() -> None:
+    """Each phrase of the command line's table is translated, with the same fields, and holds no
+    bare % (argparse formats help texts with %)."""
+    from wizard.words_cli import ARGPARSE, ARGPARSE_ERRORS, HELP
+
+    for key, phrase in {**HELP, **ARGPARSE, **ARGPARSE_ERRORS}.items():
+        assert phrase.get("zh") and CHINESE.search(phrase["zh"]), key
+        fields = [set(re.findall(r"\{(\w+)\}", phrase[lang])) for lang in ("en", "zh")]
+        assert fields[0] == fields[1], key
+        assert "%" not in phrase["en"] + phrase["zh"], key
