@@ -84,6 +84,7 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
             "complete": transcript.complete,
             # A transcript cut mid-write, exported with --salvage: what was not kept.
             "salvaged": transcript.lost.describe() if transcript.lost else None,
+            "salvaged_texts": transcript.lost.said() if transcript.lost else None,
             "transcript": str(transcript.path),
             # What every round sent: the incident's shape, or the wizard's own.
             "workload": summary.workload(header, measurements),

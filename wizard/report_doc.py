@@ -86,7 +86,7 @@ def document(report: dict[str, Any]) -> list[Block]:
         Lines([
             ("", say("window", lang, start=session["started_at"], end=session["ended_at"])
              + ("" if session["complete"] else say("session_incomplete", lang))
-             + (say("salvaged", lang, lost=session["salvaged"]) if session.get("salvaged") else ""), ""),
+             + (say("salvaged", lang, lost=(session.get("salvaged_texts") or {}).get(lang, session["salvaged"])) if session.get("salvaged") else ""), ""),
             ("", say("target", lang, target=session["target"])
              + (say("via_proxy", lang, proxy=session["proxy"]) if session["proxy"] else ""), ""),
             ("", say("server_version", lang, version=session["version"] or say("unknown", lang),

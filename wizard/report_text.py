@@ -22,7 +22,11 @@ def text(report: dict[str, Any]) -> str:
     if not session["complete"]:
         head += say("session_incomplete", lang)
     if session.get("salvaged"):
-        head += say("salvaged", lang, lost=session["salvaged"])
+        head += say(
+            "salvaged",
+            lang,
+            lost=(session.get("salvaged_texts") or {}).get(lang, session["salvaged"]),
+        )
     lines = [head, *answer_lines(report)]
     lines += _baseline_lines(report, lang)
     for comparison in report.get("validation") or []:  # LoadGen: every change, on its own path

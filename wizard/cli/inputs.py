@@ -94,12 +94,12 @@ def check_base_url(url: str) -> None:
 def transcript_input(args: argparse.Namespace) -> Any:
     """The transcript the command names; with --salvage its verified prefix, the loss reported."""
     from wizard import transcript
+    from wizard.words import say
 
     loaded = transcript.load(args.transcript, salvage=args.salvage)
     if loaded.lost is not None:
-        print(
-            f"latency-wizard {args.command}: salvaged {loaded.path}: kept {len(loaded.events)} "
-            f"verified events; {loaded.lost.describe()}",
-            file=sys.stderr,
-        )
+        lang = args.lang or loaded.header.get("lang") or language()
+        lost = loaded.lost.said()
+        print(say("transcript.salvaged", lang, command=args.command, path=loaded.path,
+                  n=len(loaded.events), lost=lost.get(lang, lost["en"])), file=sys.stderr)  # fmt: skip
     return loaded

@@ -42,13 +42,16 @@ def replay_command(args: argparse.Namespace) -> int:
     """Verify and render; optionally re-measure."""
     from wizard.render import console
     from wizard.render_events import render_event
+    from wizard.words import say
 
     loaded = transcript_input(args)
     lang = args.lang or loaded.header.get("lang", "en")
     screen = console()
-    screen.print(f"{loaded.path}: verified, {len(loaded.events)} events, target {loaded.header.get('target')}"
-                 + ("" if loaded.complete else " (incomplete: continue it with 'latency-wizard resume')"),
-                 markup=False)  # fmt: skip
+    heading = say("replay.heading", lang, path=loaded.path, n=len(loaded.events),
+                  target=loaded.header.get("target"))  # fmt: skip
+    screen.print(
+        heading + ("" if loaded.complete else say("replay.incomplete", lang)), markup=False
+    )
     for event in loaded.events:
         renderable = render_event(event, lang, replay=True)
         if renderable is not None:

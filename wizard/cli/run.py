@@ -269,6 +269,7 @@ def resume_command(args: argparse.Namespace) -> int:
     from wizard import transcript
     from wizard.auth import api_key_from_env, url_secrets
     from wizard.errors import UsageError
+    from wizard.words import texts
 
     loaded = transcript_input(args)
     if loaded.complete:
@@ -284,8 +285,8 @@ def resume_command(args: argparse.Namespace) -> int:
     secrets = [api_key, *url_secrets(header["target"], header.get("proxy"))]
     writer = transcript.TranscriptWriter.resume(loaded, transcript.Redactor(secrets))
     if lost is not None:
-        note = f"salvaged: {lost.describe()}; those bytes are kept in {aside}"
-        writer.append("note", None, {"text": note})
+        said = texts("transcript.salvaged_note", lost=lost.said(), aside=aside)
+        writer.append("note", None, {"text": said["en"], "texts": said})
     args.lang = args.lang or header.get("lang")
     return execute(book, writer, operator, args, api_key, header, events=loaded.events)
 
