@@ -164,3 +164,11 @@ def test_a_rounds_table_gives_its_unit_and_its_path_in_words(
     assert re.match(r"┃ ms +┃ TTFT p50 ┃", columns) and columns.rstrip("┃ ").endswith(header), said
     assert said.startswith(title), said
     assert raw_values(said) == [], said
+
+
+def test_an_event_that_does_not_fit_is_said_in_chinese() -> None:
+    """An edited or foreign event is left out with one line, in the reader's language."""
+    console = Console(record=True, width=200, color_system=None)
+    console.print(render_event({"type": "probe_result", "seq": 7, "node": "n", "data": {}}, "zh"))
+    said = console.export_text()
+    assert said.startswith("  第 7 个事件（probe_result）无法显示：data.probe"), said

@@ -62,7 +62,7 @@ def render_event(
 ) -> RenderableType | None:
     """A renderable for one event, or None for events that show nothing on their own."""
     if (why := problem(event)) is not None:  # written by another version or tool, or edited
-        return Text(f"  {unreadable_note(event, why)}", style="yellow")
+        return Text(f"  {unreadable_note(event, why, lang)}", style="yellow")
     kind, data = event["type"], event["data"]
     if kind == "node_enter":
         # A node that covers no procedure item (a cause beyond the seed) shows its stage alone.

@@ -30,7 +30,7 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
         if why is None:
             events.append(event)
         else:
-            unreadable.append(event_shapes.unreadable_note(event, why))
+            unreadable.append(event_shapes.unreadable_note(event, why, lang))
     facts: dict[str, Any] = {}
     steps, findings, changes, comparisons, measurements = [], [], [], [], []
     validation: list[dict[str, Any]] = []

@@ -124,6 +124,7 @@ WORDS: dict[str, dict[str, str]] = {
     "transcript.salvaged": {"en": "latency-wizard {command}: salvaged {path}: kept {n} verified events; {lost}",
                             "zh": "latency-wizard {command}：已抢救 {path}：保留了 {n} 个已验证的事件；{lost}"},
     "transcript.salvaged_note": {"en": "salvaged: {lost}; those bytes are kept in {aside}", "zh": "已抢救：{lost}；这些字节保存在 {aside}"},
+    "replay.not_shown": {"en": "event {seq} ({type}) not shown: {why}", "zh": "第 {seq} 个事件（{type}）无法显示：{why}"},
     "replay.heading": {"en": "{path}: verified, {n} events, target {target}", "zh": "{path}：已验证，{n} 个事件，目标 {target}"},
     "replay.incomplete": {"en": " (incomplete: continue it with 'latency-wizard resume')", "zh": "（未完成：用 'latency-wizard resume' 继续）"},
     "path.direct": {"en": "direct", "zh": "直连"},
