@@ -108,6 +108,10 @@ def test_a_budget_raised_to_max_model_len_is_proven_by_the_start(tmp_path: Path)
     # Judged where the server answers again, before the baseline's first round.
     nodes = [e["node"] for e in events if e["type"] in ("verdict", "measurement")]
     assert nodes == ["startup.restarted"]
+    [check] = [e["data"] for e in events if e["type"] == "config_check"]
+    assert (check["verdict"], check["diff"]) == (
+        "confirmed", {"log.max_num_batched_tokens": [2048, 8192]},
+    )  # fmt: skip
 
 
 def test_a_shorter_context_that_fits_the_kv_cache_is_proven_by_the_start(tmp_path: Path) -> None:
@@ -120,6 +124,24 @@ def test_a_shorter_context_that_fits_the_kv_cache_is_proven_by_the_start(tmp_pat
     [verdict] = verdicts(events)
     assert (verdict["code"], verdict["verdict"]) == ("LAT040", "cause gone")
     assert verdict["evidence"].endswith("its KV cache holds 2048 tokens for max_model_len 1920")
+    [check] = [e["data"] for e in events if e["type"] == "config_check"]
+    assert (check["verdict"], check["diff"]) == ("confirmed", {"log.max_model_len": [2048, 1920]})
+
+
+def test_a_second_change_made_with_the_fix_is_flagged(tmp_path: Path) -> None:
+    """The new start's logged arguments differ from the refused start's in more than the
+    declared value: the one change is not what ran (LAT091)."""
+    small = (*CPU, "--num-gpu-blocks-override", "16")
+    events = fix_and_walk(tmp_path, small, (*small, "--max-num-seqs", "64"), "LAT040")
+    [check] = [e["data"] for e in events if e["type"] == "config_check"]
+    assert check["verdict"] == "several"
+    assert check["diff"] == {
+        "log.max_model_len": [2048, 1920], "log.max_num_seqs": ["(default)", 64],
+    }  # fmt: skip
+    [flagged] = [
+        e["data"] for e in events if e["type"] == "finding" and e["data"]["code"] == "LAT091"
+    ]
+    assert flagged["evidence"] == check["text"]
 
 
 def test_a_log_the_restarted_server_never_wrote_to_judges_nothing(tmp_path: Path) -> None:
@@ -163,3 +185,43 @@ def test_real_032_logs_of_a_refusal_then_a_start_are_judged_by_the_last_start(
         facts = {"vllmlog": walk_facts(read_text(handle)), "endpoints": {"health_status": 200}}
     assert facts["vllmlog"]["runs_count"] == 2
     assert conditions.evaluate(playbook.load().findings[code].gone, facts, {}) is gone
+
+
+# A 24 GiB GPU whose profile run cannot hold the sampler's logits for 16,384 sequences (15 GiB of
+# weights, 1.5 GiB of activations, 7.83 GiB of float32 logits): PyTorch's CUDA out of memory.
+OOM = ("--gpu-memory-gib", "24", "--max-num-batched-tokens", "16384", "--max-num-seqs", "16384")
+
+
+def test_fewer_sequences_after_a_cuda_oom_at_start_are_proven_by_the_start(tmp_path: Path) -> None:
+    events = fix_and_walk(tmp_path, OOM, OOM, "LAT043")
+    [found] = [
+        e["data"] for e in events if e["type"] == "finding" and e["data"]["code"] == "LAT043"
+    ]
+    assert found["evidence"].startswith("the vLLM log reports CUDA out of memory at line 6 ")
+    assert found["evidence"].endswith("(device memory 24 GiB)")
+    change = next(e["data"] for e in events if e["type"] == "change")
+    assert (change["parameter"], change["before"], change["after"]) == (
+        "max_num_seqs", "16384", "8192",
+    )  # fmt: skip
+    [verdict] = verdicts(events)
+    assert (verdict["code"], verdict["round"], verdict["verdict"]) == (
+        "LAT043", "start#2", "cause gone",
+    )  # fmt: skip
+    assert verdict["evidence"].startswith(
+        "the server answers (/health 200) and its log's new start"
+    )
+    assert verdict["evidence"].endswith("with no CUDA out of memory: max_num_seqs 8192")
+    # The refused start's logged arguments against the new start's: the declared one changed.
+    [check] = [e["data"] for e in events if e["type"] == "config_check"]
+    assert check["verdict"] == "confirmed"
+    assert check["diff"] == {"log.max_num_seqs": [16384, 8192]}
+
+
+def test_an_oom_start_whose_log_got_nothing_new_judges_nothing(tmp_path: Path) -> None:
+    events = fix_and_walk(tmp_path, OOM, OOM, "LAT043", fixed_log=tmp_path / "elsewhere.log")
+    assert verdicts(events) == []
+    assert not [e for e in events if e["type"] == "config_check"]
+    notes = [e["data"]["text"] for e in events if e["type"] == "note"]
+    assert any(
+        n.startswith("LAT043: the log holds nothing written since the failed start") for n in notes
+    )
