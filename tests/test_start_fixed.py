@@ -316,8 +316,12 @@ def test_an_oom_while_serving_is_not_called_gone_by_a_clean_start(
         assert verdict["verdict"] == "cause still there"
         return
     assert verdict["verdict"] == "inconclusive"
-    assert verdict["reason"].startswith("LAT043 came while the server was serving, after its start")
-    assert verdict["reason_texts"]["zh"].startswith("LAT043 出现在服务运行期间")
+    said = "but LAT043 came while the server was serving, after its start"
+    assert verdict["reason"].startswith(said)
+    assert verdict["reason_texts"]["zh"].startswith("但 LAT043 出现在服务运行期间")
+    # The verdict's line says why with its evidence (the summary and the replay show that line).
+    assert verdict["evidence"].endswith(f"max_num_seqs 128; {verdict['reason']}")
+    assert verdict["evidence_texts"]["zh"].endswith(verdict["reason_texts"]["zh"])
 
 
 class LogAppender(Restarter):

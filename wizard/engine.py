@@ -25,7 +25,7 @@ from wizard.operator import Decision, Operator, coerce
 from wizard.playbook import END, START, Finding, Node, Playbook, ProbeCall
 from wizard.probes.runner import ProbeContext, ProbeResult, run_probe
 from wizard.transcript import TranscriptWriter
-from wizard.words import LANGS, evidence_source, percent, recorded, texts
+from wizard.words import LANGS, evidence_source, joined, percent, recorded, texts
 from wizard.workload import Workload
 
 COMPARED_SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms")
@@ -747,7 +747,14 @@ def _evidence_verdict(
         **evidence_fields("evidence", finding.gone_evidence, session.facts, session.answers),
     }  # fmt: skip
     if gone and unproven is not None:
-        data.update(verdict="inconclusive", reason=unproven["en"], reason_texts=unproven)
+        # The reason goes with the evidence too: every reader of the verdict's line sees why.
+        shown = data.get("evidence_texts") or {"en": data["evidence"]}
+        data.update(
+            verdict="inconclusive", reason=unproven["en"], reason_texts=unproven,
+            evidence=joined([data["evidence"], unproven["en"]], "en"),
+            evidence_texts={lang: joined([text, unproven.get(lang, unproven["en"])], lang)
+                            for lang, text in shown.items()},
+        )  # fmt: skip
     elif gone is None:  # its evidence is the client's timing, and the client was contended
         rounds = contention.contended_rounds(session.facts, finding.gone)
         why = contention.reason_texts(session.facts, rounds)

@@ -202,10 +202,10 @@ WORDS: dict[str, dict[str, str]] = {
                                          "with the change, its output in the --vllm-log file)",
                                    "zh": "{code}：日志中没有变更之后写入的内容，读不到重启后的服务，因此不作结论"
                                          "（带着修改重启 vLLM，并把输出写入 --vllm-log 指定的文件）"},
-    "note.start_after_serving": {"en": "{code} came while the server was serving, after its start: a new "
-                                       "start without it shows only that the server starts; only a round "
-                                       "under the load it came under, with the log read again, can show it gone",
-                                 "zh": "{code} 出现在服务运行期间、启动之后：新的一次启动中没有它，只说明服务能启动；"
+    "note.start_after_serving": {"en": "but {code} came while the server was serving, after its start: a start "
+                                       "without it shows only that the server starts; only a round under the "
+                                       "load it came under, with the log read again, can show it gone",
+                                 "zh": "但 {code} 出现在服务运行期间、启动之后：新的一次启动中没有它，只说明服务能启动；"
                                        "只有在它出现时的负载下再测一轮并重新读取日志，才能说明它已消除"},
     "note.start_args_missing": {"en": "the refused start logged no configuration (no `non-default args` "
                                       "line in its log), so the one-change check has nothing to compare: "
