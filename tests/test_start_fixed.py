@@ -273,9 +273,12 @@ class Replacer(Restarter):
         return decision
 
 
-@pytest.mark.parametrize(("fixed_log", "oom_again"), [(True, False), (True, True), (False, False)])
+@pytest.mark.parametrize(
+    ("fixed_log", "oom_again", "cut"),
+    [(True, False, False), (True, True, False), (False, False, False), (True, False, True)],
+)
 def test_an_oom_while_serving_is_not_called_gone_by_a_clean_start(
-    tmp_path: Path, fixed_log: bool, oom_again: bool
+    tmp_path: Path, fixed_log: bool, oom_again: bool, cut: bool
 ) -> None:
     """A server that started, served and ran out of memory: a new start without the OOM shows
     only that it starts (inconclusive, with the reason); an OOM in the new start is still there."""
@@ -286,6 +289,9 @@ def test_an_oom_while_serving_is_not_called_gone_by_a_clean_start(
     port, log = free_port(), tmp_path / "vllm.log"
     flags = ("-tp", "2", "--max-num-seqs", "256")
     running = start_sim(tmp_path, *flags, "--port", str(port), "--log-file", str(log))
+    if cut:  # the command that started it in place of its logged arguments (a script's log)
+        command = "vllm serve meta-llama/Llama-3.1-8B-Instruct -tp 2 --max-num-seqs 256\n"
+        log.write_text(command + log.read_text().split("\n", 1)[1])
     with log.open("a") as handle:
         handle.write(SERVING_OOM)
     book = playbook.load()
@@ -312,6 +318,15 @@ def test_an_oom_while_serving_is_not_called_gone_by_a_clean_start(
         return
     [verdict] = verdicts(events)
     assert (verdict["code"], verdict["round"]) == ("LAT043", "start#2")
+    checks = [e["data"] for e in events if e["type"] == "config_check"]
+    if cut:
+        assert checks == []
+        notes = [e["data"]["text"] for e in events if e["type"] == "note"]
+        assert any(n.startswith("the earlier start logged no configuration") for n in notes)
+    else:
+        assert [(c["verdict"], c["diff"]) for c in checks] == [
+            ("confirmed", {"log.max_num_seqs": [256, 128]}),
+        ]  # fmt: skip
     if oom_again:
         assert verdict["verdict"] == "cause still there"
         return

@@ -652,14 +652,20 @@ def _record_config_check(
 
 
 def _check_start_one_change(
-    session: Session, node: Node, log_before: dict[str, Any], log_after: dict[str, Any]
-) -> None:
-    """The refused start's logged arguments against the new start's: exactly the declared
+    session: Session, node: Node, log_before: dict[str, Any], log_after: dict[str, Any],
+    earlier: str = "refused",
+) -> None:  # fmt: skip
+    """The earlier start's logged arguments against the new start's: exactly the declared
     parameter should differ. vLLM logs its `non-default args` before it checks them, so a
-    refused start has them; a log that begins later (cut, tailed) has nothing to compare."""
+    refused start has them; a log that begins later (cut, tailed) has nothing to compare.
+    ``earlier``: what the earlier start was, ``refused`` or ``served`` (the notes say so)."""
     before, after = config_check.logged(log_before), config_check.logged(log_after)
     if before is None or after is None:
-        key = "note.start_args_missing" if before is None else "note.new_start_args_missing"
+        key = (
+            f"note.{earlier}_start_args_missing"
+            if before is None
+            else "note.new_start_args_missing"
+        )
         note(session, node.id, key)
         return
     declared = str(session.changes[-1]["parameter"])
@@ -723,7 +729,7 @@ async def _judge_restart_after_serving(session: Session, node: Node, finding: Fi
     if log_after is None or log_after == log_before:
         note(session, node.id, "note.log_unchanged_serving", code=finding.code)
         return
-    _check_start_one_change(session, node, log_before, log_after)
+    _check_start_one_change(session, node, log_before, log_after, "served")
     why = texts("note.start_after_serving", code=finding.code)
     _evidence_verdict(session, node, finding, _next_start(session), unproven=why)
 

@@ -207,11 +207,16 @@ WORDS: dict[str, dict[str, str]] = {
                                        "load it came under, with the log read again, can show it gone",
                                  "zh": "但 {code} 出现在服务运行期间、启动之后：新的一次启动中没有它，只说明服务能启动；"
                                        "只有在它出现时的负载下再测一轮并重新读取日志，才能说明它已消除"},
-    "note.start_args_missing": {"en": "the refused start logged no configuration (no `non-default args` "
-                                      "line in its log), so the one-change check has nothing to compare: "
-                                      "it needs the refused start's log from its first line",
-                                "zh": "被拒绝的启动没有记录配置（日志中没有 `non-default args` 行），"
-                                      "单项修改核对无从比较：需要被拒绝那次启动从第一行开始的日志"},
+    "note.refused_start_args_missing": {"en": "the refused start logged no configuration (no `non-default "
+                                              "args` line in its log), so the one-change check has nothing "
+                                              "to compare: it needs the refused start's log from its first line",
+                                        "zh": "被拒绝的启动没有记录配置（日志中没有 `non-default args` 行），"
+                                              "单项修改核对无从比较：需要被拒绝那次启动从第一行开始的日志"},
+    "note.served_start_args_missing": {"en": "the earlier start logged no configuration (no `non-default "
+                                             "args` line in its log), so the one-change check has nothing to "
+                                             "compare: it needs the earlier start's log from its first line",
+                                       "zh": "之前的那次启动没有记录配置（日志中没有 `non-default args` 行），"
+                                             "单项修改核对无从比较：需要之前那次启动从第一行开始的日志"},
     "note.new_start_args_missing": {"en": "the new start logged no configuration (no `non-default args` "
                                           "line in its log), so the one-change check has nothing to "
                                           "compare: it needs the new start's log from its first line",

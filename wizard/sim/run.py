@@ -118,7 +118,8 @@ def _log_refusal(log: VllmLog, config: SimConfig, exc: StartupError) -> None:
     if config.device != "cpu":
         if isinstance(exc, OutOfMemory):  # the model was loaded; the profile run ran out
             log.engine_config(config)
-            log.weights_loaded(config, config.cold_start.checkpoint_read_s)
+            load_s = config.cold_start.checkpoint_read_s * config.tensor_parallel_size
+            log.weights_loaded(config, load_s)
             log.out_of_memory(config, str(exc))
             return
         log.fatal(str(exc))
