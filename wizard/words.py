@@ -229,6 +229,31 @@ WORDS: dict[str, dict[str, str]] = {
                                  "write its output to the --vllm-log file)",
                            "zh": "{code}：日志中没有失败启动之后写入的内容，读不到重启后服务的设置，因此不作结论"
                                  "（让 vLLM 把输出写入 --vllm-log 指定的文件）"},
+    "note.log_unchanged_serving": {"en": "{code}: the log holds nothing written since the change, so the "
+                                         "restarted server cannot be read there: no verdict (restart vLLM "
+                                         "with the change, its output in the --vllm-log file)",
+                                   "zh": "{code}：日志中没有变更之后写入的内容，读不到重启后的服务，因此不作结论"
+                                         "（带着修改重启 vLLM，并把输出写入 --vllm-log 指定的文件）"},
+    "note.start_after_serving": {"en": "but {code} came while the server was serving, after its start: a start "
+                                       "without it shows only that the server starts; only a round under the "
+                                       "load it came under, with the log read again, can show it gone",
+                                 "zh": "但 {code} 出现在服务运行期间、启动之后：新的一次启动中没有它，只说明服务能启动；"
+                                       "只有在它出现时的负载下再测一轮并重新读取日志，才能说明它已消除"},
+    "note.refused_start_args_missing": {"en": "the refused start logged no configuration (no `non-default "
+                                              "args` line in its log), so the one-change check has nothing "
+                                              "to compare: it needs the refused start's log from its first line",
+                                        "zh": "被拒绝的启动没有记录配置（日志中没有 `non-default args` 行），"
+                                              "单项修改核对无从比较：需要被拒绝那次启动从第一行开始的日志"},
+    "note.served_start_args_missing": {"en": "the earlier start logged no configuration (no `non-default "
+                                             "args` line in its log), so the one-change check has nothing to "
+                                             "compare: it needs the earlier start's log from its first line",
+                                       "zh": "之前的那次启动没有记录配置（日志中没有 `non-default args` 行），"
+                                             "单项修改核对无从比较：需要之前那次启动从第一行开始的日志"},
+    "note.new_start_args_missing": {"en": "the new start logged no configuration (no `non-default args` "
+                                          "line in its log), so the one-change check has nothing to "
+                                          "compare: it needs the new start's log from its first line",
+                                    "zh": "新的一次启动没有记录配置（日志中没有 `non-default args` 行），"
+                                          "单项修改核对无从比较：需要新启动从第一行开始的日志"},
     "note.no_earlier": {"en": "no earlier {round} round to compare with", "zh": "没有更早的 {round} 轮次可比较"},
     "note.inconclusive": {"en": "a verdict is inconclusive after {n} round(s): measuring {round} again ({label}) to narrow its interval",
                           "zh": "{n} 轮后结论仍无定论：再次测量 {round}（{label}）以缩小区间"},
