@@ -263,4 +263,6 @@ def unreadable_note(event: dict[str, Any], why: str, lang: str = "en") -> str:
     does not, as the transcript spells it, in every language)."""
     from wizard.words import say
 
-    return say("replay.not_shown", lang, seq=event.get("seq"), type=event["type"][:40], why=why[:200])
+    return say(
+        "replay.not_shown", lang, seq=event.get("seq"), type=event["type"][:40], why=why[:200]
+    )
