@@ -16,7 +16,8 @@ from rich.text import Text
 
 from wizard.measure import percentile
 from wizard.probes.fleet_judgement import signal_value
-from wizard.render_events import pick, replica_evidence, replicas_source
+from wizard.render_events import pick, replicas_source
+from wizard.replica_words import replica_evidence
 from wizard.terminal import printable
 from wizard.words import paren, say
 
@@ -291,8 +292,8 @@ def nginx_config_view(report: dict[str, Any], lang: str = "en") -> Group:
     for error in report.get("errors", []):
         parts.append(Text(say("view.nginx_error", lang, error=error["error"], included_from=error["included_from"]),
                           style="red"))  # fmt: skip
-    for note in _nginx_notes(report, lang):
-        parts.append(Text(say("view.note", lang, note=note)))
+    for note in report.get("notes_texts") or report.get("notes", []):
+        parts.append(Text(say("view.note", lang, note=pick(note, lang))))
     return Group(*parts)
 
 
@@ -309,19 +310,6 @@ def _nginx_message(finding: dict[str, Any], locations: list[dict[str, Any]], lan
                source=_buffering_from(location.get("proxy_buffering_from", "?"), lang),
                read=_seconds(location.get("proxy_read_timeout_s")),
                connect=_seconds(location.get("proxy_connect_timeout_s")))  # fmt: skip
-
-
-def _nginx_notes(report: dict[str, Any], lang: str) -> list[str]:
-    """The analysis's notes; in Chinese the one about nginx's unknown HTTP default is said again
-    (it is the last note, added when no version was read and a location keeps the default).
-    The notes about includes and templates stay as recorded."""
-    notes = list(report.get("notes", []))
-    default_version = report.get("nginx_version") is None and any(
-        loc["proxy_http_version_from"] == "default" for loc in report["locations"]
-    )
-    if lang != "en" and default_version and notes:
-        notes[-1] = say("view.nginx_http_default", lang)
-    return notes
 
 
 def _with_source(value: str | None, source: str | None, lang: str = "en") -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from wizard.words_notes import NOTE_WORDS
 from wizard.words_views import VIEW_WORDS
 
 LANGS = ("en", "zh")
@@ -23,6 +24,7 @@ SEGMENT_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms"
 
 WORDS: dict[str, dict[str, str]] = {
     **VIEW_WORDS,
+    **NOTE_WORDS,
     # punctuation: Chinese text takes full-width separators and brackets
     "sep": {"en": "; ", "zh": "；"},
     "comma": {"en": ", ", "zh": "，"},
