@@ -349,20 +349,22 @@ def test_a_kv_peak_that_differs_is_said_as_a_share_of_the_cache(lang: str) -> No
     from rich.console import Console
 
     from wizard.probes.fleet_judgement import judge
-    from wizard.render import _difference
+    from wizard.render import fleet_view
 
     def replica(name: str, kv_peak: float) -> dict[str, Any]:
         return {"instance": name, "job": "vllm", "url": f"http://{name}", "requests": 40.0,
-                "preemptions": 0.0, "waiting_avg": 0.0, "waiting_sd": 0.0, "kv_peak": kv_peak,
-                "kv_sd": 0.0001, "queue_share_of_ttft": None, "ttft": {}, "itl": {}, "queue": {}}  # fmt: skip
+                "request_share": 1 / 3, "preemptions": 0.0, "waiting_avg": 0.0, "waiting_max": 0.0,
+                "waiting_sd": 0.0, "kv_peak": kv_peak, "kv_sd": 0.0001, "queue_share_of_ttft": None,
+                "ttft": {}, "itl": {}, "queue": {}}  # fmt: skip
 
     judged = judge({("vllm", n): replica(n, p) for n, p in (("a", 0.0705), ("b", 0.0011),
                                                              ("c", 0.0012))})  # fmt: skip
     [busy] = [r for r in judged["replicas"] if r["differs"]]
-    [found] = busy["differs"]
-    said = _difference(found, lang)
+    assert [found["signal"] for found in busy["differs"]] == ["kv_peak"]
+    report = {"prometheus": "http://127.0.0.1:9090", "window": "5m", "replica_count": 3,
+              "targets_down": [], **judged}  # fmt: skip
     console = Console(width=200, record=True)
-    console.print(said)
+    console.print(fleet_view(report, lang))
     text = console.export_text()
     assert "7.0 %" in text and "0.1 %" in text, text
     assert raw_values(text) == [], text
