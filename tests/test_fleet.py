@@ -245,6 +245,34 @@ def test_a_walk_of_a_healthy_replica_keeps_the_faulty_one_as_a_cause(
     assert Fleet.instance(fleet.faulty) in findings["LAT072"]["evidence"]
     assert end["outcome"] == "cause_remains" and end["causes_remaining"] == ["queue_saturation"]
     assert result.returncode == 3
+    # Replayed in Chinese, the finding's evidence is Chinese too, with what Prometheus showed of
+    # that replica (it was the English template and the fleet's English differences).
+    replayed = subprocess.run(wizard_command("replay", str(path), "--lang", "zh"), capture_output=True,
+                              text=True, timeout=60, env={**os.environ, "COLUMNS": "240"}).stdout  # fmt: skip
+    start = replayed.index("╭─ LAT072")
+    box = replayed[start : replayed.index("╰", start)]
+    said = findings["LAT072"]["evidence_texts"]["zh"]
+    assert said in " ".join(part.strip(" │") for part in box.splitlines()), box
+    assert f"副本 {Fleet.instance(fleet.faulty)}" in said and "其他副本" in said, said
+    assert english_sentences(box) == [] and raw_values(box) == [], box
+
+
+def test_the_replica_run_walks_is_said_in_chinese(fleet: Fleet, tmp_path: Path) -> None:
+    """``run --prometheus`` without --target says which replica it walks and why: under
+    ``--lang zh`` that line was English (only the probes up to the fleet step: seconds)."""
+    book = playbook_with_probes_only(tmp_path, ("fleet",))
+    result = subprocess.run(
+        wizard_command("run", "--auto", "--playbook", str(book), "--prometheus", fleet.prometheus.url,
+                       "--job", "faulty", "--window", WINDOW, "--transcript", str(tmp_path / "walk.ndjson"),
+                       "--lang", "zh"),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    line = next((line for line in result.stderr.splitlines() if line.startswith("集群：")), "")
+    instance = Fleet.instance(fleet.faulty)
+    assert f"集群：诊断 {instance}（{fleet.faulty.url}）：" in line and "其他副本" in line, (
+        result.stderr
+    )
+    assert english_sentences(line) == [] and raw_values(line) == [], line
 
 
 def test_a_walk_of_a_healthy_fleet_gives_no_cause(fleet: Fleet, tmp_path: Path) -> None:

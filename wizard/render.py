@@ -14,8 +14,8 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from wizard.fleet_words import bounds, difference
 from wizard.measure import percentile
-from wizard.probes.fleet_judgement import signal_value
 from wizard.render_events import pick, replicas_source
 from wizard.replica_words import replica_evidence
 from wizard.terminal import printable
@@ -330,7 +330,7 @@ def fleet_view(report: dict[str, Any], lang: str = "en") -> Group:
         p95 = histogram.get("p95")
         if not p95:
             return "-"
-        return p95["text"].removeprefix("p95 ") if lang == "en" else _bounds(p95, lang)
+        return p95["text"].removeprefix("p95 ") if lang == "en" else bounds(p95, lang)
 
     def number(value: float | None, form: str) -> str:
         return "-" if value is None else format(value, form)
@@ -349,7 +349,7 @@ def fleet_view(report: dict[str, Any], lang: str = "en") -> Group:
             causes = (
                 say("view.fleet_causes", lang, causes=", ".join(r["causes"])) if r["causes"] else ""
             )
-            texts = [_difference(d, lang) for d in r["differs"]]
+            texts = [difference(d, lang) for d in r["differs"]]
             parts.append(Text(say("view.fleet_differs", lang, instance=r["instance"], causes=causes,
                                   why=say("sep", lang).join(texts))))  # fmt: skip
     look_at = report["look_at"]
@@ -373,27 +373,6 @@ def fleet_view(report: dict[str, Any], lang: str = "en") -> Group:
         )
         parts.append(Text(note, style="yellow"))
     return Group(*parts)
-
-
-def _bounds(quoted: dict[str, Any], lang: str) -> str:
-    """A percentile quoted with its bucket, as ``bucket_quantile`` says it in English."""
-    if quoted["high_ms"] is None:
-        return say("view.above", lang, low=f"{quoted['low_ms']:g}")
-    return say("view.between", lang, low=f"{quoted['low_ms']:g}", high=f"{quoted['high_ms']:g}")
-
-
-def _difference(found: dict[str, Any], lang: str) -> str:
-    """How a replica stands out (recorded in English with the signal's id), said again from its
-    numbers with the signal's name."""
-    signal = say(f"view.fleet_signal.{found['signal']}", lang)
-    if isinstance(found["value"], dict):  # a percentile, quoted with its bucket
-        return say("view.fleet_percentile", lang, signal=signal, value=_bounds(found["value"], lang),
-                   others=_bounds(found["others_median"], lang))  # fmt: skip
-    value, centre = (
-        signal_value(found["signal"], found[key]) for key in ("value", "others_median")
-    )
-    return say("view.fleet_plain", lang, signal=signal, value=value,
-               way=say(f"view.fleet_{found['direction']}", lang), centre=centre)  # fmt: skip
 
 
 def replicas_view(report: dict[str, Any], lang: str = "en") -> Group:
