@@ -6,7 +6,8 @@ exposes no ``vllm:`` series at all; that is recognised and explained rather than
 
 A paste is read too: lines that are no exposition text (the shell prompt and ``curl`` command above
 it, curl's progress meter, HTTP headers, a truncated last line) are skipped and counted in
-``notes`` (English; ``notes_texts`` has each in every language); a dump without ``# TYPE`` lines still gives its histograms (by their ``_sum``/``_count``).
+``notes`` (English; ``notes_texts`` has each in every language); a dump without ``# TYPE`` lines
+still gives its histograms (by their ``_sum``/``_count``).
 """
 
 from __future__ import annotations
