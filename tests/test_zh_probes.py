@@ -208,3 +208,19 @@ def test_what_the_readers_note_is_said_in_chinese(
     )
     # A note on the whole snapshot (statistics off, an ITL below its buckets) is a fact of its own.
     assert report["notes"] or report.get("note"), report
+
+
+@pytest.mark.parametrize(
+    ("text", "zh"),
+    [("hello\n", "不是有效的 Prometheus 文本：其中没有样本（跳过了 1 行"),
+     ("<html>\n", "这是 HTML，不是 Prometheus 指标")],
+)  # fmt: skip
+def test_text_that_is_no_metrics_is_refused_in_chinese(text: str, zh: str, tmp_path: Path) -> None:
+    """The refusal of a file that holds no metrics was English under zh (its reader's words)."""
+    paste = tmp_path / "metrics.txt"
+    paste.write_text(text)
+    result = subprocess.run(wizard_command("probe", "metrics", "--file", str(paste), "--lang", "zh"),
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 1, result
+    (line,) = result.stderr.strip().splitlines()
+    assert zh in line and english_sentences(line) == [], line

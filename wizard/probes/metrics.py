@@ -168,18 +168,16 @@ def _printable(text: str) -> str:
 def parse(text: str) -> MetricsSnapshot:
     """Parse the text exposition format; raise WizardError when it is not Prometheus text."""
     if text.lstrip().startswith("<"):
-        raise WizardError("this is HTML, not Prometheus metrics: is the URL the server's /metrics?")
+        raise WizardError.said("metrics.html")
     text, notes = exposition_lines(text)
     if not any(line and not line.startswith("#") for line in text.splitlines()):
-        raise WizardError(
-            "not valid Prometheus text: no samples in it"
-            + (f" ({notes[0]['en']})" if notes else "")
-        )
+        skipped = texts("metrics.skipped_said", note=notes[0]) if notes else ""
+        raise WizardError.said("metrics.no_samples", skipped=skipped)
     try:
         families = list(text_string_to_metric_families(text))
     except (ValueError, IndexError, OverflowError) as exc:
-        detail = _printable(str(exc))[:120]
-        raise WizardError(f"not valid Prometheus text: {detail}") from None
+        # The parser's own words, quoted as it says them.
+        raise WizardError.said("metrics.invalid", detail=_printable(str(exc))[:120]) from None
     snap = MetricsSnapshot(notes=[said["en"] for said in notes], notes_texts=notes)
     sums: dict[str, float] = {}
     engines: set[str] = set()
