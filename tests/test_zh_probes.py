@@ -224,3 +224,12 @@ def test_text_that_is_no_metrics_is_refused_in_chinese(text: str, zh: str, tmp_p
     assert result.returncode == 1, result
     (line,) = result.stderr.strip().splitlines()
     assert zh in line and english_sentences(line) == [], line
+
+
+def test_playbook_check_says_ok_in_chinese() -> None:
+    result = subprocess.run(wizard_command("playbook", "check"), capture_output=True, text=True,
+                            timeout=60, env={**os.environ, "LC_ALL": "zh_CN.UTF-8"})  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("通过：") and english_sentences(result.stdout) == [], (
+        result.stdout
+    )

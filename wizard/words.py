@@ -126,6 +126,8 @@ WORDS: dict[str, dict[str, str]] = {
     "transcript.salvaged": {"en": "latency-wizard {command}: salvaged {path}: kept {n} verified events; {lost}",
                             "zh": "latency-wizard {command}：已抢救 {path}：保留了 {n} 个已验证的事件；{lost}"},
     "transcript.salvaged_note": {"en": "salvaged: {lost}; those bytes are kept in {aside}", "zh": "已抢救：{lost}；这些字节保存在 {aside}"},
+    "playbook.ok": {"en": "ok: {path}: {nodes} nodes in {stages} stages, {findings} findings, {covered} procedure items covered, {acted} acted on by a rule, a probe or the audit",
+                    "zh": "通过：{path}：{stages} 个阶段中的 {nodes} 个节点，{findings} 项发现，覆盖 {covered} 个流程条目，其中 {acted} 个由规则、探测或审计执行"},
     "replay.not_shown": {"en": "event {seq} ({type}) not shown: {why}", "zh": "第 {seq} 个事件（{type}）无法显示：{why}"},
     "replay.heading": {"en": "{path}: verified, {n} events, target {target}", "zh": "{path}：已验证，{n} 个事件，目标 {target}"},
     "replay.incomplete": {"en": " (incomplete: continue it with 'latency-wizard resume')", "zh": "（未完成：用 'latency-wizard resume' 继续）"},

@@ -42,13 +42,21 @@ NOTE_WORDS: dict[str, dict[str, str]] = {
         "en": "skipped {n} line(s) that are no Prometheus exposition text ({quoted}{more})",
         "zh": "跳过了 {n} 行不是 Prometheus 暴露格式的文本（{quoted}{more}）",
     },
-    # A skipped line is the paste's own text: quoted as it came (as code in Chinese).
-    "metrics.html": {"en": "this is HTML, not Prometheus metrics: is the URL the server's /metrics?",
-                     "zh": "这是 HTML，不是 Prometheus 指标：这个 URL 是服务的 /metrics 吗？"},
-    "metrics.no_samples": {"en": "not valid Prometheus text: no samples in it{skipped}",
-                           "zh": "不是有效的 Prometheus 文本：其中没有样本{skipped}"},
+    # Text refused as no metrics (probe metrics --file, a paste).
+    "metrics.html": {
+        "en": "this is HTML, not Prometheus metrics: is the URL the server's /metrics?",
+        "zh": "这是 HTML，不是 Prometheus 指标：这个 URL 是服务的 /metrics 吗？",
+    },
+    "metrics.no_samples": {
+        "en": "not valid Prometheus text: no samples in it{skipped}",
+        "zh": "不是有效的 Prometheus 文本：其中没有样本{skipped}",
+    },
     "metrics.skipped_said": {"en": " ({note})", "zh": "（{note}）"},
-    "metrics.invalid": {"en": "not valid Prometheus text: {detail}", "zh": "不是有效的 Prometheus 文本：{detail}"},
+    "metrics.invalid": {
+        "en": "not valid Prometheus text: {detail}",
+        "zh": "不是有效的 Prometheus 文本：{detail}",
+    },
+    # A skipped line is the paste's own text: quoted as it came (as code in Chinese).
     "metricsnote.line": {"en": "line {number}: {text}", "zh": "第 {number} 行 `{text}`"},
     "metricsnote.more": {"en": " and {n} more", "zh": "，另有 {n} 行"},
     "metricsnote.generation": {

@@ -44,12 +44,14 @@ def check_command(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return 1
+    from wizard.cli.inputs import language
     from wizard.playbook import acted_on
+    from wizard.words import say
 
     covered = {item for node in book.nodes.values() for item in node.covers}
-    print(f"ok: {book.path}: {len(book.nodes)} nodes in {len(book.stages)} stages, "
-          f"{len(book.findings)} findings, {len(covered)} procedure items covered, "
-          f"{len(acted_on(book))} acted on by a rule, a probe or the audit")  # fmt: skip
+    print(say("playbook.ok", language(), path=book.path, nodes=len(book.nodes),
+              stages=len(book.stages), findings=len(book.findings), covered=len(covered),
+              acted=len(acted_on(book))))  # fmt: skip
     return 0
 
 
