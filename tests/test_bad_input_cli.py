@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SimProcess, wizard_command
+from tests.text_checks import english_sentences
 from wizard.nginx_runner import free_port
 
 
@@ -297,3 +298,36 @@ def test_bad_input_is_said_in_chinese(
         one_line(result) if argv[0] != "run" or "--timeout" not in argv else result.stderr.strip()
     )
     assert words in line and english_sentences(line) == [], line
+
+
+@pytest.mark.parametrize(
+    ("flag", "content", "zh"),
+    [
+        ("--answers", b"run_loadgen: \xb2\xe2\n", "不是 UTF-8 文本（第 13 个字节）"),
+        ("--answers", b"run_loadgen: [\n", "回答文件不是有效的 YAML"),
+        ("--answers", b"run_loadgn: true\n", "未知的问题 id 或发现代码 'run_loadgn'"),
+        ("--answers", b"gpus: -3\n", "'gpus' 的回答必须大于或等于 0，给出的是负数"),
+        ("--answers", b"gpus: [1]\n", "'gpus' 的回答必须是数字，给出的是一个 list"),
+        ("--answers", None, "无法读取回答文件"),
+        ("--request-body", b"{oops\n", "不是 JSON（第 2 列出错）"),
+        ("--request-body", b'{"model": "m"}\n', "请求体要么有文本 `prompt`"),
+        ("--request-body", None, "是文件夹：请给出一个包含单个 JSON 请求体的文件"),
+    ],
+)
+def test_a_bad_answers_file_or_body_is_one_line_in_chinese(
+    flag: str, content: bytes | None, zh: str, tmp_path: Path
+) -> None:
+    """Issue #13: these refusals were English after the Chinese 错误： (found by a new user)."""
+    given = tmp_path / "given"
+    if content is None:
+        given.mkdir()
+    else:
+        given.write_bytes(content)
+    result = subprocess.run(
+        wizard_command("run", "--target", "http://127.0.0.1:9", flag, str(given), "--lang", "zh"),
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("latency-wizard run：错误：") and zh in line, line
+    assert english_sentences(line) == [], line

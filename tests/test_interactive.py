@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -238,6 +239,8 @@ def test_the_demo_walk_in_a_terminal_reads_as_sentences(lang: str, tmp_path: Pat
     assert raw_values(output) == []
     if lang == "zh":
         assert english_sentences(output) == []
+        # A yes/no question is a choice of 是/否 (questionary's confirm says "(Y/n)" and "Yes").
+        assert "(Y/n)" not in output and "? " in output and not re.search(r"\b(Yes|No)\b", output)
         assert "认证 无" in output and "fleet：未读取" in output  # the probes' own words
     for fmt in ("md", "html", "text"):
         summary = subprocess.run(wizard_command("export", str(path), "--format", fmt),

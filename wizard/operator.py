@@ -23,7 +23,7 @@ import yaml
 from wizard.errors import UsageError
 from wizard.numbers import MAX_DIGITS, parse_float
 from wizard.playbook import Finding, Playbook, Question
-from wizard.words import say
+from wizard.words import say, texts
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,10 @@ def coerce(question: Question, value: Any) -> Any:
     if question.type == "number":
         number = _number(value)
         if number is None:
-            raise UsageError(f"answer to '{question.id}' must be a number, got {_kind(value)}")
+            raise UsageError.said("error.answer_number", id=question.id, kind=_kind(value))
         # Every number the playbook asks is a count (GPUs, cores, nodes) or a timeout.
         if number < 0:
-            raise UsageError(f"answer to '{question.id}' must be 0 or more, got a negative number")
+            raise UsageError.said("error.answer_negative", id=question.id)
         return int(number) if number.is_integer() else number
     if question.type == "confirm":
         if isinstance(value, bool):
@@ -75,12 +75,10 @@ def coerce(question: Question, value: Any) -> Any:
             return True
         if str(value).lower() in ("no", "n", "false", "0"):
             return False
-        raise UsageError(f"answer to '{question.id}' must be yes or no, got {_kind(value)}")
+        raise UsageError.said("error.answer_yes_no", id=question.id, kind=_kind(value))
     if question.type == "select" and str(value) not in question.choices:
-        raise UsageError(
-            f"answer to '{question.id}' must be one of {', '.join(question.choices)}, "
-            f"got {_kind(value)}"
-        )
+        raise UsageError.said("error.answer_choice", id=question.id,
+                              choices=", ".join(question.choices), kind=_kind(value))  # fmt: skip
     return value if question.type != "text" else str(value)
 
 
@@ -95,11 +93,15 @@ def _number(value: Any) -> float | None:
     return parse_float(value.strip()) if isinstance(value, str) else None
 
 
-def _kind(value: Any) -> str:
-    """What was given, without the value itself."""
+def _kind(value: Any) -> dict[str, str]:
+    """What was given, without the value itself, in every language."""
     if isinstance(value, str):
-        return f"a text of {len(value)} characters"
-    return "nothing" if value is None else f"a {type(value).__name__}"
+        return texts("answer_kind.text", n=len(value))
+    return (
+        texts("answer_kind.nothing")
+        if value is None
+        else texts("answer_kind.other", type=type(value).__name__)
+    )
 
 
 class AutoOperator:
@@ -127,12 +129,12 @@ class AutoOperator:
 ID_LIKE = re.compile(r"[a-z][a-z0-9_]{0,63}|LAT\d{3}")
 
 
-def _shown_key(key: Any) -> str:
+def _shown_key(key: Any) -> dict[str, str] | str:
     """An unknown key as an error may show it: quoted when it looks like an id (a typo to fix),
     else only its length: a hurried paste may have put a secret where a key goes."""
     if isinstance(key, str) and ID_LIKE.fullmatch(key):
         return f"'{key}'"
-    return f"(a key of {len(str(key))} characters, not shown: it may be a secret)"
+    return texts("answer_kind.secret_key", n=len(str(key)))
 
 
 class ScriptedOperator:
@@ -150,37 +152,33 @@ class ScriptedOperator:
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except OSError as exc:
-            raise UsageError(f"cannot read answers file {path}: {exc.strerror}") from None
+            raise UsageError.os_said("error.answers_unreadable", exc, path=path) from None
         except UnicodeDecodeError as exc:
-            raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+            raise UsageError.said("error.not_utf8", path=path, byte=exc.start) from None
         except ValueError:
             # PyYAML's constructors raise plain ValueError for values it recognised but cannot
             # build, such as the date 2024-13-45.
-            raise UsageError(f"{path}: a value in the answers file cannot be read") from None
+            raise UsageError.said("error.answers_value", path=path) from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f":{mark.line + 1}" if mark is not None else ""
-            raise UsageError(f"{path}{where}: invalid YAML in answers file") from None
+            raise UsageError.said("error.answers_yaml", path=f"{path}{where}") from None
         if data is None:
             data = {}
         if not isinstance(data, dict):
-            raise UsageError(
-                f"{path}: an answers file maps question ids (and finding codes) to answers"
-            )
+            raise UsageError.said("error.answers_not_mapping", path=path)
         questions = {q.id: q for node in playbook.nodes.values() for q in node.ask}
         for key, value in data.items():
             if key in playbook.findings:
                 if value not in ("apply", "skip") and not isinstance(value, dict):
-                    raise UsageError(
-                        f"{path}: {key}: a change decision is 'apply', 'skip' or a mapping"
-                    )
+                    raise UsageError.said("error.answers_decision", path=path, code=key)
             elif key in questions:
                 try:
                     coerce(questions[key], value)
                 except UsageError as exc:
-                    raise UsageError(f"{path}: {exc}") from None
+                    raise UsageError.said("error.in_file", path=path, message=exc.texts) from None
             else:
-                raise UsageError(f"{path}: unknown question id or finding code {_shown_key(key)}")
+                raise UsageError.said("error.answers_unknown", path=path, given=_shown_key(key))
         return cls(data, applier)
 
     async def ask(self, question: Question, default: Any, lang: str, known: bool = False) -> Any:
@@ -216,6 +214,21 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+async def _confirm(text: str, default: bool, lang: str) -> bool:
+    """A yes/no question. questionary's confirm says "(Y/n)" and answers "Yes" in English only:
+    in another language it is a choice of the two words, y and n still pick them."""
+    import questionary
+
+    if lang == "en":
+        return bool(await questionary.confirm(text, default=default).unsafe_ask_async())
+    yes, no = (questionary.Choice(say(f"confirm.{word}", lang), value=value, shortcut_key=key)
+               for word, value, key in (("yes", True, "y"), ("no", False, "n")))  # fmt: skip
+    return bool(await questionary.select(
+        text, choices=[yes, no], default=yes if default else no, use_shortcuts=True,
+        instruction=say("decide.arrows", lang),
+    ).unsafe_ask_async())  # fmt: skip
+
+
 class InteractiveOperator:
     """Prompts on the terminal (questionary, via unsafe_ask_async so Ctrl-C is ours)."""
 
@@ -229,7 +242,7 @@ class InteractiveOperator:
             return default
         text = question.text.get(lang) or question.text["en"]
         if question.type == "confirm":
-            return await questionary.confirm(text, default=bool(default)).unsafe_ask_async()
+            return await _confirm(text, bool(default), lang)
         if question.type == "select":
             return await questionary.select(
                 text, choices=list(question.choices), default=default,
@@ -242,7 +255,7 @@ class InteractiveOperator:
             try:
                 return coerce(question, raw)
             except UsageError as exc:
-                print(exc)
+                print(exc.texts.get(lang, str(exc)))
 
     async def decide(self, finding: Finding, lang: str) -> Decision:
         import questionary
@@ -272,9 +285,6 @@ class InteractiveOperator:
         after = await questionary.text(
             say("decide.after", lang), default=_text(change.get("after"))
         ).unsafe_ask_async()
-        restarted = await questionary.confirm(
-            say("decide.restarted", lang),
-            default=change["layer"] == "vllm",
-        ).unsafe_ask_async()
+        restarted = await _confirm(say("decide.restarted", lang), change["layer"] == "vllm", lang)
         return Decision(applied=True, layer=str(change["layer"]), parameter=parameter, before=before,
                         after=after, note="applied by the operator", restarted=restarted)  # fmt: skip

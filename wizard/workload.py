@@ -148,23 +148,21 @@ def from_arguments(
     for flag, value in (("--input-tokens", input_tokens), ("--output-tokens", output_tokens),
                         ("--concurrency", concurrency)):  # fmt: skip
         if value is not None and value < 1:
-            raise UsageError(f"{flag} must be at least 1")
+            raise UsageError.said("error.at_least_1", flag=flag)
     if body_file is None:
         return Workload(model, endpoint, input_tokens, output_tokens, concurrency)
     if input_tokens is not None:
-        raise UsageError(
-            "--input-tokens and --request-body cannot go together: the body's prompt is replayed"
-        )
+        raise UsageError.said("error.body_and_input_tokens")
     body = read_body(Path(body_file))
     body_endpoint = "chat" if "messages" in body else "completions"
     if endpoint is not None and endpoint != body_endpoint:
-        raise UsageError(
-            f"--endpoint {endpoint} does not fit {body_file}: its body is a {body_endpoint} request "
-            f"({'messages' if body_endpoint == 'chat' else 'prompt'})"
-        )
+        raise UsageError.said("error.body_endpoint", endpoint=endpoint, path=body_file,
+                              kind=body_endpoint, field="messages" if body_endpoint == "chat" else "prompt")  # fmt: skip
     body_model = body.get("model")
     if model is not None and isinstance(body_model, str) and body_model != model:
-        raise UsageError(f"--model {model} differs from the model in {body_file} ({body_model})")
+        raise UsageError.said(
+            "error.body_model", model=model, path=body_file, body_model=body_model
+        )
     limit = body.get("max_completion_tokens", body.get("max_tokens"))
     if output_tokens is not None:  # the body's own limit field (chat also takes the newer name)
         body["max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"] = (
@@ -182,33 +180,31 @@ def from_arguments(
 def read_body(path: Path) -> dict[str, Any]:
     """A request body file: one JSON object with a ``prompt`` (completions) or ``messages`` (chat)."""
     if path.is_dir():
-        raise UsageError(f"--request-body {path} is a folder: give a file holding one JSON body")
+        raise UsageError.said("error.body_folder", path=path)
     try:
         raw = path.read_bytes()[: MAX_BODY_BYTES + 1]
     except FileNotFoundError:
-        raise UsageError(f"--request-body {path}: no such file") from None
+        raise UsageError.said("error.body_missing", path=path) from None
     except OSError as exc:
-        raise UsageError(f"--request-body {path}: {exc.strerror}") from None
+        raise UsageError.os_said("error.body_unreadable", exc, path=path) from None
     if len(raw) > MAX_BODY_BYTES:
-        raise UsageError(f"--request-body {path}: larger than {MAX_BODY_BYTES // 2**20} MiB")
+        raise UsageError.said("error.body_large", path=path, mib=MAX_BODY_BYTES // 2**20)
     try:
         body = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise UsageError(f"--request-body {path}: not UTF-8 text (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(
-            f"--request-body {path}:{exc.lineno}: not JSON ({exc.msg}); give the request's body "
-            "as the service receives it"
+        raise UsageError.said(
+            "error.not_utf8", path=f"--request-body {path}", byte=exc.start
         ) from None
+    except json.JSONDecodeError as exc:
+        # The parser's reason is English only: other languages give the place instead.
+        raise UsageError.said("error.body_json", path=path, line=exc.lineno, column=exc.colno,
+                              why=exc.msg) from None  # fmt: skip
     if not isinstance(body, dict):
-        raise UsageError(f"--request-body {path}: a request body is a JSON object")
+        raise UsageError.said("error.body_not_object", path=path)
     prompt_ok = isinstance(body.get("prompt"), str)
     messages_ok = isinstance(body.get("messages"), list) and bool(body["messages"])
     if prompt_ok == messages_ok:
-        raise UsageError(
-            f"--request-body {path}: a body has a text `prompt` (/v1/completions) or a "
-            "`messages` list (/v1/chat/completions), one of the two"
-        )
+        raise UsageError.said("error.body_prompt_or_messages", path=path)
     return body
 
 

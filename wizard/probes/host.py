@@ -280,7 +280,7 @@ def gather(evidence: str | None) -> dict[str, Any]:
         if not folder.is_dir():
             from wizard.errors import UsageError
 
-            raise UsageError(f"{evidence}: not a folder of files collected on the GPU host")
+            raise UsageError.said("error.not_host_folder", path=evidence)
         host = from_evidence(folder)
         source = "evidence"
     else:

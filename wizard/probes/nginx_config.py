@@ -90,7 +90,7 @@ def load_files(source: Path) -> tuple[dict[str, str], list[str]]:
         }
         main = source / "nginx.conf"
         if not files:
-            raise WizardError(f"{source}: no *.conf files here")
+            raise WizardError.said("error.no_conf_files", path=source)
         return files, [str(main)] if str(main) in files else sorted(files)
     try:
         text = source.read_text(encoding="utf-8", errors="replace")
