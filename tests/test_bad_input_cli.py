@@ -331,3 +331,15 @@ def test_a_bad_answers_file_or_body_is_one_line_in_chinese(
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("latency-wizard run：错误：") and zh in line, line
     assert english_sentences(line) == [], line
+
+
+def test_the_demo_refuses_a_bad_answers_file_before_it_starts_anything(tmp_path: Path) -> None:
+    """It started the simulator and nginx first, printed four lines, then refused (a new user)."""
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("run_loadgn: true\n")
+    result = subprocess.run(wizard_command("demo", "--answers", str(answers)), capture_output=True,
+                            text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 2 and result.stdout == "", result.stdout
+    assert result.stderr.strip().splitlines() == [
+        f"latency-wizard demo: error: {answers}: unknown question id or finding code 'run_loadgn'"
+    ]

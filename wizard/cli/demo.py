@@ -51,6 +51,13 @@ def demo_command(args: argparse.Namespace) -> int:
     stack = DemoStack(args.scenario, with_nginx=not args.no_nginx)
     stack.sim_flags.update(flags)
 
+    # A bad answers file is refused before anything starts.
+    if args.answers:
+        operator: Any = ScriptedOperator.from_file(Path(args.answers), book, stack)
+    elif args.auto or not sys.stdin.isatty():
+        operator = AutoOperator(stack)
+    else:
+        operator = InteractiveOperator(stack)
     lang = args.lang or default_language()
     # SIGTERM ends the demo as Ctrl-C does: the walk's task is cancelled, its processes stopped.
     previous = signal.signal(signal.SIGTERM, interrupt.on_signal)
@@ -63,12 +70,6 @@ def demo_command(args: argparse.Namespace) -> int:
             screen.print(say("demo.upstream", lang), soft_wrap=True)
         elif not args.no_nginx:
             screen.print(say("demo.no_nginx", lang))
-        if args.answers:
-            operator: Any = ScriptedOperator.from_file(Path(args.answers), book, stack)
-        elif args.auto or not sys.stdin.isatty():
-            operator = AutoOperator(stack)
-        else:
-            operator = InteractiveOperator(stack)
         proxy = stack.nginx.url if stack.nginx is not None else None
         path = Path(args.transcript) if args.transcript else default_transcript_path(stack.sim_url)
         header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
