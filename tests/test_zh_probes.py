@@ -117,6 +117,8 @@ def test_nginx_config_in_chinese(config: str, tmp_path: Path) -> None:
         for code in ("LAT001", "LAT002", "LAT004"):
             assert code in text, text
         assert "未设置 proxy_http_version" in text, text
+        # LAT002's fix is words, not one directive: said in Chinese too (it was English).
+        assert "gzip_types 中去掉 text/event-stream（或 proxy_buffering off;）" in text, text
 
 
 def test_validate_in_chinese(healthy_sim: SimProcess, tmp_path: Path) -> None:

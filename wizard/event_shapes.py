@@ -108,7 +108,9 @@ PROBE_FACTS = {
     },
     "nginx-config": {
         "locations": list,
-        "findings": [{"code": ANY, "file": ANY, "line": ANY, "directive": ANY}],
+        "findings": [
+            {"code": ANY, "file": ANY, "line": ANY, "directive": ANY, "directive_texts?": Opt(TEXT)}
+        ],
         "notes_texts?": Opt([TEXT]),
     },
     # What the walk's replica lines say again in another language (replica_words); the rest of

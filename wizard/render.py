@@ -286,7 +286,7 @@ def nginx_config_view(report: dict[str, Any], lang: str = "en") -> Group:
         parts.append(Text(say("view.nginx_finding", lang, file=f["file"], line=f["line"], code=f["code"],
                               severity=f["severity"] if lang == "en" else say(f"severity.{f['severity']}", lang),
                               cause=f["cause"], location=f["location"], message=message,
-                              directive=f["directive"])))  # fmt: skip
+                              directive=pick(f.get("directive_texts") or f["directive"], lang))))  # fmt: skip
     if not report["findings"]:
         parts.append(Text(say("view.no_findings", lang), style="green"))
     for error in report.get("errors", []):

@@ -191,7 +191,8 @@ def _probe(data: dict[str, Any], lang: str) -> RenderableType:
                         suffix=say("walk.suffix", lang, suffix=facts["suffix"]) if facts.get("suffix") else ""))  # fmt: skip
     if name == "nginx-config":
         found = say("comma", lang).join(say("walk.nginx_at", lang, code=f["code"], file=f["file"], line=f["line"],
-                              directive=f["directive"]) for f in facts["findings"])  # fmt: skip
+                              directive=pick(f.get("directive_texts") or f["directive"], lang))
+                          for f in facts["findings"])  # fmt: skip
         return Text(
             say(
                 "walk.nginx",

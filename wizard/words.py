@@ -578,7 +578,7 @@ WORDS: dict[str, dict[str, str]] = {
                        "zh": "  endpoints：模型 {model}，版本 {version}，认证 {auth}，completions {completions}，chat {chat}{suffix}"},
     "walk.suffix": {"en": "; suffix {suffix}", "zh": "；suffix `{suffix}`"},
     "walk.nginx": {"en": "  nginx config: {n} proxied location(s); {found}", "zh": "  nginx 配置：{n} 个代理 location；{found}"},
-    "walk.nginx_at": {"en": "{code} at {file}:{line} ({directive})", "zh": "{code} 位于 {file}:{line}（{directive}）"},
+    "walk.nginx_at": {"en": "{code} at {file}:{line} (fix: {directive})", "zh": "{code} 位于 {file}:{line}（改为：{directive}）"},
     "walk.no_static": {"en": "no static findings", "zh": "无静态发现"},
     "walk.audit": {"en": "  audit: {measurements} measurement(s), {changes} change(s); flags: {flags}",
                    "zh": "  审计：{measurements} 次测量，{changes} 项变更；标记：{flags}"},

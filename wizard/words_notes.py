@@ -42,6 +42,15 @@ NOTE_WORDS: dict[str, dict[str, str]] = {
         "en": "skipped {n} line(s) that are no Prometheus exposition text ({quoted}{more})",
         "zh": "跳过了 {n} 行不是 Prometheus 暴露格式的文本（{quoted}{more}）",
     },
+    # An nginx fix that is more than one directive (probe nginx-config's `directive_texts`).
+    "nginxfix.gzip_types": {
+        "en": "gzip_types without text/event-stream (or proxy_buffering off;)",
+        "zh": "gzip_types 中去掉 text/event-stream（或 proxy_buffering off;）",
+    },
+    "nginxfix.read_timeout": {
+        "en": "proxy_read_timeout {seconds}s; (or vLLM --sse-keep-alive-interval)",
+        "zh": "proxy_read_timeout {seconds}s;（或 vLLM 的 --sse-keep-alive-interval）",
+    },
     # Text refused as no metrics (probe metrics --file, a paste).
     "metrics.html": {
         "en": "this is HTML, not Prometheus metrics: is the URL the server's /metrics?",

@@ -346,6 +346,12 @@ def upstream_summary(directive: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _directive(key: str, **values: Any) -> dict[str, Any]:
+    """A fix said in words beside its directive: ``directive`` in English, ``directive_texts``."""
+    said = texts(key, **values)
+    return {"directive": said["en"], "directive_texts": said}
+
+
 def findings_for(
     location: dict[str, Any], worst_gap_ms: float | None = None
 ) -> list[dict[str, Any]]:
@@ -356,7 +362,7 @@ def findings_for(
     if buffering and location["gzip_event_stream"]:
         out.append({**where, "code": "LAT002", "cause": "proxy_gzip_buffering", "severity": "fail",
                     "message": "gzip on text/event-stream with buffering on holds the whole stream",
-                    "directive": "gzip_types without text/event-stream (or proxy_buffering off;)"})  # fmt: skip
+                    **_directive("nginxfix.gzip_types")})  # fmt: skip
     if buffering:
         out.append({**where, "code": "LAT001", "cause": "proxy_buffering", "severity": "fail",
                     "message": f"proxy_buffering is on (from {location['proxy_buffering_from']}): tokens arrive in ~4 KB bursts"
@@ -366,7 +372,7 @@ def findings_for(
     if worst_gap_ms is not None and read is not None and read * 1000 < worst_gap_ms:
         out.append({**where, "code": "LAT003", "cause": "proxy_read_timeout", "severity": "fail",
                     "message": f"proxy_read_timeout {read:g}s is shorter than the worst observed silence ({worst_gap_ms:.0f} ms)",
-                    "directive": f"proxy_read_timeout {max(60, int(worst_gap_ms / 1000 * 2) + 1)}s; (or vLLM --sse-keep-alive-interval)"})  # fmt: skip
+                    **_directive("nginxfix.read_timeout", seconds=max(60, int(worst_gap_ms / 1000 * 2) + 1))})  # fmt: skip
     connect = location["proxy_connect_timeout_s"]
     if connect is not None and connect > CONNECT_TIMEOUT_CAP_S:
         out.append({**where, "code": "LAT004", "cause": "proxy_connect_timeout", "severity": "warn",
