@@ -24,6 +24,7 @@ from wizard.words import (
     percent,
     say,
     segment_name,
+    tenths,
     value_word,
     verdict_word,
 )
@@ -54,7 +55,7 @@ def _answer_value(question_id: str, value: Any, lang: str) -> str:
 
 
 def _ms(value: Any) -> str:
-    return "-" if value is None else f"{value:.1f}"
+    return "-" if value is None else tenths(value)
 
 
 def render_event(

@@ -786,7 +786,14 @@ def ms(value: float | None) -> str:
     """Milliseconds: whole above 100 (``1,357``), one decimal below (``24.6``), ``-`` unknown."""
     if value is None:
         return "-"
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}"
+    return f"{value:,.0f}" if abs(value) >= 100 else tenths(value)
+
+
+def tenths(value: float) -> str:
+    """One decimal, and never ``-0.0`` (a change of -0.04 ms is no change a reader should see
+    signed)."""
+    text = f"{value:.1f}"
+    return "0.0" if text == "-0.0" else text
 
 
 def outside_engine(value: float | None) -> float | None:
