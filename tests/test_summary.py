@@ -179,6 +179,7 @@ def test_the_summary_speaks_chinese() -> None:
         "## 审计",
     ):
         assert heading in md
+    assert "互联 单 GPU（无互联）" in md  # the host's evidence in words ("互联 single" before)
     page = export(NGINX, "html", "--lang", "zh")
     assert (
         "<html lang='zh'>" in page

@@ -848,4 +848,4 @@ def evidence_item(key: str, value: Any, lang: str) -> str:
     """``tensor parallel size 1``, ``KV cache 461,184 tokens``."""
     en, zh, unit = EVIDENCE_LABELS.get(key, (key, key, ""))
     known = value not in (None, [], "")
-    return f"{zh if lang == 'zh' else en} {plain(value, lang)}{unit if known else ''}"
+    return f"{zh if lang == 'zh' else en} {value_word(key, value, lang)}{unit if known else ''}"
