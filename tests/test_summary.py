@@ -45,7 +45,8 @@ def test_numbers_are_written_for_people() -> None:
         "0.1 %", "21 %", "100 %", "0 %",
     )  # fmt: skip
     assert (ms(140.957525), ms(24.619714), ms(None), ms(1357.19)) == ("141", "24.6", "-", "1,357")
-    assert (ms(-0.04), ms(-0.06)) == ("0.0", "-0.1")  # no signed zero (a LoadGen change read "-0.0")
+    # No signed zero: a LoadGen change read "-0.0".
+    assert (ms(-0.04), ms(-0.06)) == ("0.0", "-0.1")
     assert (count(6.0), signed_percent(-0.8253), signed_percent(-0.0039)) == ("6", "-83 %", "0 %")
 
 

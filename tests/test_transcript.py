@@ -81,7 +81,7 @@ def test_truncated_last_line(tmp_path: Path) -> None:
     [
         (b"", "empty file"),
         (b"\x89PNG\r\n\x1a\n\x00\xff", "not UTF-8"),
-        (b"hello\n", ":1: not JSON"),
+        (b"hello\n", ":1: not a latency-wizard transcript header"),  # another file, not "damaged"
         (b'{"type": "event"}\n', "not a latency-wizard transcript header"),
         (b'{"type": "header", "schema_version": 99}\n', "newer than this tool"),
         (b"[1, 2]\n", "not a transcript record"),

@@ -222,7 +222,9 @@ def load(path: Path | str, salvage: bool = False) -> Transcript:
         first = _decode(pieces[0])
         header = _parse(first)
     except _Damage as exc:
-        raise exc.at(path, 1) from None
+        # A first line that is no JSON is another kind of file more often than a damaged one.
+        first_line = _Damage("transcript.not_header") if exc.key == "transcript.not_json" else exc
+        raise first_line.at(path, 1) from None
     version = header.get("schema_version")
     if header.get("type") != "header" or not isinstance(version, int) or isinstance(version, bool):
         raise _Damage("transcript.not_header").at(path, 1)

@@ -228,7 +228,7 @@ WORDS: dict[str, dict[str, str]] = {
                       "zh": "负载（{whose}）：{model}，{endpoint}，{prompt}，{concurrency} 路并发"},
     "workload.incident": {"en": "the incident's", "zh": "故障时的请求形态"},
     "workload.own": {"en": "the wizard's own; run --request-body or --model, --endpoint, ... give the incident's",
-                     "zh": "向导自带的请求形态；用 run --request-body 或 --model、--endpoint 等指定故障时的"},
+                     "zh": "向导自带的请求形态；故障时的请求形态可用 run --request-body 或 --model、--endpoint 等给出"},
     "workload.tokens": {"en": "{input} words in, {output} tokens out", "zh": "输入 {input} 词，输出 {output} token"},
     "workload.body": {"en": "the body of {file}", "zh": "{file} 中的请求正文"},
     "server_version": {"en": "Server version: {version}; playbook: {playbook}",

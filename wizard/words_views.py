@@ -78,7 +78,7 @@ VIEW_WORDS: dict[str, dict[str, str]] = {
     "view.nginx_col.gzip": {"en": "gzip SSE", "zh": "gzip SSE"},
     "view.x_accel_ignored": {"en": "ignored", "zh": "忽略"},
     "view.x_accel_honoured": {"en": "honoured", "zh": "遵从"},
-    "view.nginx_default": {"en": "default", "zh": "默认值"},
+    "view.nginx_default": {"en": "default", "zh": "nginx 默认值"},
     "view.nginx_finding": {
         "en": "{file}:{line} {code} {severity} ({cause}) {location}: {message}\n"
         "    change: {directive}",
