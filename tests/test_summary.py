@@ -182,6 +182,8 @@ def test_the_summary_speaks_chinese() -> None:
         assert heading in md
     assert "互联 单 GPU（无互联）" in md  # the host's evidence in words ("互联 single" before)
     page = export(NGINX, "html", "--lang", "zh")
+    # A round's path is a word on one line (in a narrow column it stood one character a line).
+    assert '<td class="word">经代理</td>' in page and ".word{white-space:nowrap}" in page
     assert (
         "<html lang='zh'>" in page
         and "<strong>根因</strong>" in page

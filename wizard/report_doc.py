@@ -32,7 +32,7 @@ VERDICT_TONE = {"improved": "good", "regressed": "bad", "expected": "info", "inc
 @dataclass
 class Cell:
     text: str
-    tone: str = ""
+    tone: str = ""  # good / warn / fail / bad, or "word": a short word kept on one line
 
 
 @dataclass
@@ -268,7 +268,7 @@ def _rounds(report: dict[str, Any], lang: str) -> list[Block]:
             result = (Cell(say("ok", lang), "good") if row["status"] == "ok" else
                       Cell(say("partial", lang, failed=row["requests"] - row["succeeded"], requests=row["requests"]),
                            "fail" if row["status"] == "failed" else "warn"))  # fmt: skip
-            rows.append([Cell(row["round"]), step, Cell(path_name(row["path"], lang)), Cell(f"{row['succeeded']}/{row['requests']}"),
+            rows.append([Cell(row["round"]), step, Cell(path_name(row["path"], lang), "word"), Cell(f"{row['succeeded']}/{row['requests']}"),
                          Cell(ms(steady["ttft_p50"])), Cell(ms(steady["tpot_p50"])), Cell(ms(steady["itl_p99"])),
                          Cell(ms(steady["e2e_p50"])),
                          Cell(f"{count(reads.get('typical'))} / {count(reads.get('max'))}"), result])  # fmt: skip

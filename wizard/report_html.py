@@ -16,9 +16,9 @@ from wizard.report_doc import Chart, Charts, Code, Heading, Lines, Table, docume
 from wizard.words import ms
 
 STYLE = """
-body{font-family:system-ui,sans-serif;max-width:72em;margin:2em auto;padding:0 1em;color:#1d1d1f}
+body{font-family:system-ui,'Noto Sans CJK SC','PingFang SC','Microsoft YaHei','WenQuanYi Micro Hei',sans-serif;max-width:72em;margin:2em auto;padding:0 1em;color:#1d1d1f}
 h1{font-size:1.5em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left}.word{white-space:nowrap}
 th{background:#f3f3f5}ul{padding-left:1.2em}li{margin:.2em 0}code{background:#f3f3f5;padding:0 .2em}
 .fail,.bad{color:#b00020;font-weight:600}.warn{color:#9a5b00;font-weight:600}.info{color:#0b5cad}
 .good{color:#1b7f3b;font-weight:600}li.fail,li.bad,li.warn,li.good{border-left:4px solid;padding-left:.5em}
