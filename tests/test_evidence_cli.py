@@ -175,7 +175,7 @@ def test_metrics_save_where_it_cannot_write_is_one_line(
     result = probe("metrics", "--target", healthy_sim.url, "--save", str(target))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"latency-wizard probe: error: cannot write {target}: No such file or directory"
+        f"latency-wizard probe metrics: error: cannot write {target}: No such file or directory"
     ]
 
 

@@ -121,7 +121,7 @@ def test_empty_folder_missing_folder_and_human_output(tmp_path: Path) -> None:
     result = cli("probe", "host", "--evidence", str(tmp_path / "nope"))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"latency-wizard probe: error: {tmp_path / 'nope'}: not a folder of files collected on the GPU host"
+        f"latency-wizard probe host: error: {tmp_path / 'nope'}: not a folder of files collected on the GPU host"
     ]
 
 

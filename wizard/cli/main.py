@@ -55,14 +55,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         # secret (a key in a URL's userinfo or in the environment).
         text = exc.texts.get(lang) or str(exc)
         message = " ".join(printable(_masker(args, argv)(text)).split())
-        print(say("error.line", lang, command=args.command, message=message), file=sys.stderr)
+        print(say("error.line", lang, command=_command(args), message=message), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         from wizard.words import say
 
-        print(say("interrupted.line", lang, command=args.command), file=sys.stderr)
+        print(say("interrupted.line", lang, command=_command(args)), file=sys.stderr)
         return 130
     return code
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command as typed, with its probe or action (``probe host``), as argparse names it."""
+    return " ".join(str(part) for part in (args.command, getattr(args, "probe", None),
+                                           getattr(args, "action", None)) if part)  # fmt: skip
 
 
 def _masker(args: argparse.Namespace, argv: list[str]) -> Callable[[str], str]:
