@@ -379,6 +379,8 @@ def test_chinese_walk(sim_factory: SimFactory, tmp_path: Path) -> None:
     # http://..."), the PASS tag, and the empty item list of a node that covers none ("(x; )").
     assert f"direct：直连路径，{sim.url}" in result.stdout and "direct: direct" not in result.stdout
     assert "PASS" not in result.stdout and "; )" not in result.stdout
+    # A probe that did not run says why (it said only "its condition does not hold").
+    assert "跳过探测 validate（loadgen_before）：没有选择用 LoadGen 验证" in result.stdout
     assert transcript.load(path).header["lang"] == "zh"
     for fmt in ("md", "html", "text"):
         summary = subprocess.run(wizard_command("export", str(path), "--format", fmt),

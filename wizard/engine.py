@@ -330,7 +330,11 @@ async def _visit(session: Session, node: Node) -> str:
         session.record("answer", node.id, answer)
     for call in node.probes:
         if not conditions.evaluate(call.when, session.facts, session.answers):
-            note(session, node.id, "note.skipped", probe=call.name, label=call.as_)
+            if call.skipped:
+                note(session, node.id, "note.skipped_because", probe=call.name, label=call.as_,
+                     why=call.skipped)  # fmt: skip
+            else:
+                note(session, node.id, "note.skipped", probe=call.name, label=call.as_)
             continue
         await _probe(session, node, call)
     if conditions.evaluate(node.judge_start, session.facts, session.answers):

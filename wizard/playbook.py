@@ -54,6 +54,7 @@ class ProbeCall:
     params: dict[str, Any]
     when: Any = True
     acts_on: tuple[str, ...] = ()  # procedure items this probe carries out (not only explains)
+    skipped: Text | None = None  # why it does not run when its condition does not hold
 
 
 @dataclass(frozen=True)
@@ -306,6 +307,8 @@ def _node(node_id: str, body: Any, where: Path_, errors: _Collector) -> Node | N
             str(p["name"]), str(p.get("as", p["name"])), dict(p.get("params", {}) or {}),
             _condition(p.get("when", True), (*pwhere, "when"), errors),
             _items(p.get("acts_on", []), (*pwhere, "acts_on"), errors),
+            _text(p["skipped"], (*pwhere, "skipped"), errors, f"probe {p['name']} skipped")
+            if "skipped" in p else None,
         ))  # fmt: skip
     rules = []
     for i, r in enumerate(body.get("rules", []) or []):

@@ -241,6 +241,7 @@ WORDS: dict[str, dict[str, str]] = {
                                  "zh": "{segment} p50（ms）：修复后与最终"},
     "chart.change": {"en": "{segment} p50 (ms), {parameter}", "zh": "{segment} p50（ms），{parameter}"},
     # the engine's notes (engine.note), recorded in every language
+    "note.skipped_because": {"en": "probe {probe} ({label}) skipped: {why}", "zh": "跳过探测 {probe}（{label}）：{why}"},
     "note.skipped": {"en": "probe {probe} ({label}) skipped (its condition does not hold)",
                      "zh": "跳过探测 {probe}（{label}）：条件不满足"},
     "note.sweep": {"en": "{code} found on the closing sweep: its evidence came after {node} ran (or that step was not on this walk's route)",
