@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -323,3 +324,14 @@ def test_findings_doc_is_generated_from_the_playbook() -> None:
     assert (ROOT / "docs" / "findings.md").read_text(encoding="utf-8") == expected
     for code in playbook.load().findings:
         assert f"| {code} |" in expected
+
+
+def test_chinese_texts_keep_no_space_yaml_folded_into_them() -> None:
+    """A folded YAML text joins its lines with a space; Chinese puts none between its characters
+    or after its punctuation (the walk showed "改善了哪个阶段。 流程依据")."""
+    cjk = "[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]"
+    book = playbook.load()
+    texts = [n.explain["zh"] for n in book.nodes.values()]
+    texts += [f.advice["zh"] for f in book.findings.values()]
+    assert len(texts) > 50
+    assert [t for t in texts if re.search(f"{cjk} {cjk}", t)] == []

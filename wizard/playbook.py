@@ -232,7 +232,18 @@ def _text(value: Any, where: Path_, errors: _Collector, name: str) -> Text:
     for language in LANGUAGES:
         if not isinstance(value.get(language), str) or not value[language].strip():
             errors.add(where, f"{name} is missing its '{language}' text")
-    return {k: str(v) for k, v in value.items()}
+    return {k: _unfolded(str(v)) if k == "zh" else str(v) for k, v in value.items()}
+
+
+# YAML folds a long text's lines with a space, which Chinese does not put between its characters
+# or after its punctuation ("改善了哪 个阶段。 流程依据").
+_FOLD_SPACE = re.compile(
+    r"(?<=[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]) (?=[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef])"
+)
+
+
+def _unfolded(text: str) -> str:
+    return _FOLD_SPACE.sub("", text)
 
 
 def _template(value: Any) -> Text:

@@ -567,7 +567,7 @@ WORDS: dict[str, dict[str, str]] = {
                      "zh": "从 {at} 继续：服务以 {model} 应答（vLLM {version}，max_model_len {max_model_len}）"},
     "walk.server_check": {"en": "  server check: {text}", "zh": "  服务端核对：{text}"},
     "walk.noise": {"en": "  noise (A/A: {rounds}): {bands}; changes within these bands are reported as within noise",
-                   "zh": "  噪声（A/A：{rounds}）：{bands}；落在这些范围内的变化记为噪声范围内"},
+                   "zh": "  噪声（A/A：{rounds}）：{bands}；落在这些范围内的变化视为噪声"},
     "walk.not_measurable": {"en": "not measurable", "zh": "无法测量"},
     "walk.note": {"en": "  note: {text}", "zh": "  说明：{text}"},
     "walk.complete": {"en": "walk complete: findings {codes}; {changes} change(s)",
