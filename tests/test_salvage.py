@@ -83,8 +83,10 @@ def test_a_torn_transcript_is_said_in_chinese(tmp_path: Path) -> None:
         f"latency-wizard replay：已抢救 {path}：保留了 {kept} 个已验证的事件；第 {torn_line} 行"
         f"（{torn_bytes} 字节）未保留：最后一行不完整（会话在写入中途被打断）"
     ]
-    assert f"{path}：已验证，{kept} 个事件，目标 http://" in replayed.stdout.replace("\n", "")
-    assert "（未完成：用 'latency-wizard resume' 继续）" in replayed.stdout.replace("\n", "")
+    # The terminal's width wraps the heading where it may (a long temporary path): read unwrapped.
+    unwrapped = "".join(replayed.stdout.split())
+    assert f"{path}：已验证，{kept}个事件，目标http://" in unwrapped, replayed.stdout
+    assert "（未完成：用'latency-wizardresume'继续）" in unwrapped, replayed.stdout
     text = cli("export", str(path), "--salvage", "--format", "text", "--lang", "zh").stdout
     assert f"（已抢救：第 {torn_line} 行（{torn_bytes} 字节）未保留：最后一行不完整" in text, text
     assert english_sentences(replayed.stdout) == [] and english_sentences(text) == []
