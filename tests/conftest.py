@@ -195,14 +195,21 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups from the markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Real-vLLM tests last, grouped by configuration (so each server starts once)."""
+    """Real-vLLM tests last, grouped by configuration (so each server starts once).
+
+    Under pytest-xdist (`-n 2 --dist loadgroup`, the test command) they are also one group, so
+    that a single worker runs them all in this order: one real server at a time on the machine.
+    xdist gives its largest group out first, so that worker starts the real tier at once while
+    the other works through the rest."""
     order = list(REAL_CONFIGS)
 
     def key(item: pytest.Item) -> tuple[int, int]:
         marker = item.get_closest_marker("real_vllm")
         if marker is None:
             return (0, 0)
+        item.add_marker(pytest.mark.xdist_group("real_vllm"))
         return (1, order.index(marker.args[0]))
 
     items.sort(key=key)
