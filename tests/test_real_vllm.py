@@ -180,17 +180,26 @@ def test_one_sequence_under_eight_streams_is_queueing(real_vllm: RealVllm, tmp_p
 
 def started_again(tmp_path: Path, refused: RealVllm, fixed: RealVllm, code: str) -> bool:
     """Whether ``code``'s gone condition holds for the fixed server: its log appended to the
-    refused one's (as a restart into the same file writes it), read as the walk reads it."""
-    from wizard import conditions, playbook
+    refused one's (as a restart into the same file writes it), read as the walk reads it. The
+    two starts' logged arguments must differ in the finding's one parameter only."""
+    from wizard import conditions, config_check, playbook
     from wizard.probes.vllm_log import read_text, walk_facts
 
     log = tmp_path / f"{code}-restarted.log"
     log.write_text(refused.log() + fixed.log(), encoding="utf-8")
     with log.open(encoding="utf-8") as handle:
-        facts = {"vllmlog": walk_facts(read_text(handle)),
-                 "endpoints": {"health_status": httpx.get(fixed.url + "/health", timeout=10).status_code}}  # fmt: skip
+        report = read_text(handle)
+    facts = {"vllmlog": walk_facts(report),
+             "endpoints": {"health_status": httpx.get(fixed.url + "/health", timeout=10).status_code}}  # fmt: skip
     assert facts["vllmlog"]["runs_count"] == 2
-    return conditions.evaluate(playbook.load().findings[code].gone, facts, {})
+    finding = playbook.load().findings[code]
+    assert finding.change is not None
+    before, after = (config_check.logged(run) for run in report["runs"])
+    assert before is not None and after is not None  # vLLM logs them before it checks them
+    diffs = config_check.differences(before, after)
+    checked = config_check.judge(finding.change["parameter"], diffs, set(before) & set(after))
+    assert checked["verdict"] == "confirmed", diffs
+    return conditions.evaluate(finding.gone, facts, {})
 
 
 @pytest.mark.real_vllm("override17")

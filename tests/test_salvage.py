@@ -5,6 +5,7 @@ line and leaves a transcript that verifies."""
 from __future__ import annotations
 
 import json
+import os
 import resource
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import SimProcess, assert_walk_exit, wizard_command
+from tests.text_checks import english_sentences
 from wizard import transcript
 
 EXAMPLE = (
@@ -60,6 +62,36 @@ def test_a_torn_last_line_names_salvage_and_salvage_keeps_the_rest(tmp_path: Pat
     assert salvaged in exported.stderr
     assert json.loads(exported.stdout)["session"]["complete"] is False
     assert len(path.read_bytes().splitlines()) == torn_line  # replay and export change nothing
+
+
+def test_a_torn_transcript_is_said_in_chinese(tmp_path: Path) -> None:
+    """Issue #13 item 5: the refusal, the salvage line, replay's heading and the export's note
+    of what was lost are Chinese under zh (they were English: the reasons came from the loader)."""
+    path, torn_line, torn_bytes = torn_copy(tmp_path)
+    kept = torn_line - 2
+    zh = {**os.environ, "LANG": "zh_CN.UTF-8", "LC_ALL": "", "LC_MESSAGES": ""}
+    refused = subprocess.run(wizard_command("replay", str(path)), capture_output=True, text=True,
+                             timeout=120, env=zh)  # fmt: skip
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        f"latency-wizard replay：错误：{path}:{torn_line}：最后一行不完整（会话在写入中途被打断）；"
+        f"--salvage 可保留它之前已验证的 {kept} 个事件"
+    ]
+    replayed = cli("replay", str(path), "--salvage", "--lang", "zh")
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stderr.strip().splitlines() == [
+        f"latency-wizard replay：已抢救 {path}：保留了 {kept} 个已验证的事件；第 {torn_line} 行"
+        f"（{torn_bytes} 字节）未保留：最后一行不完整（会话在写入中途被打断）"
+    ]
+    assert f"{path}：已验证，{kept} 个事件，目标 http://" in replayed.stdout.replace("\n", "")
+    assert "（未完成：用 'latency-wizard resume' 继续）" in replayed.stdout.replace("\n", "")
+    text = cli("export", str(path), "--salvage", "--format", "text", "--lang", "zh").stdout
+    assert f"（已抢救：第 {torn_line} 行（{torn_bytes} 字节）未保留：最后一行不完整" in text, text
+    assert english_sentences(replayed.stdout) == [] and english_sentences(text) == []
+    session = json.loads(cli("export", str(path), "--salvage", "--format", "json").stdout)[
+        "session"
+    ]
+    assert session["salvaged_texts"]["en"] == session["salvaged"]  # the English as before
 
 
 def test_a_torn_line_glued_to_later_writes_is_dropped_with_everything_after(tmp_path: Path) -> None:

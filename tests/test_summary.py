@@ -338,7 +338,7 @@ def test_loadgen_is_credited_to_no_change_but_listed_as_validation_on_its_path()
     assert [(v["before"], v["after"], v["path"]) for v in data["validation"]] == [
         ("loadgen_before", "loadgen", "direct")
     ]
-    assert "验证，direct 路径（全部变更合计）" in export(NGINX, "md", "--lang", "zh")
+    assert "验证，直连路径（全部变更合计）" in export(NGINX, "md", "--lang", "zh")
 
 
 AXIS_PROBE = """(() => Array.from(document.querySelectorAll('.charts figure')).map(f => ({

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -372,8 +373,12 @@ def test_chinese_walk(sim_factory: SimFactory, tmp_path: Path) -> None:
     result, path = walk(tmp_path, "--target", sim.url, "--lang", "zh", answers=QUICK)
     assert_walk_exit(result, path)
     assert "基本规则" in result.stdout and "模型没有 chat template" in result.stdout
-    assert "诊断完成" in result.stdout and "PASS baseline：未发现原因" in result.stdout
+    assert "诊断完成" in result.stdout and "通过 baseline：未发现原因" in result.stdout
     assert english_sentences(result.stdout) == []
+    # Single English words the sentence check lets through: a round's path ("direct: direct
+    # http://..."), the PASS tag, and the empty item list of a node that covers none ("(x; )").
+    assert f"direct：直连路径，{sim.url}" in result.stdout and "direct: direct" not in result.stdout
+    assert "PASS" not in result.stdout and "; )" not in result.stdout
     assert transcript.load(path).header["lang"] == "zh"
     for fmt in ("md", "html", "text"):
         summary = subprocess.run(wizard_command("export", str(path), "--format", fmt),
@@ -381,6 +386,8 @@ def test_chinese_walk(sim_factory: SimFactory, tmp_path: Path) -> None:
         assert summary.returncode == 0, summary.stderr
         assert "模型没有 chat template" in summary.stdout
         assert english_sentences(summary.stdout, html=fmt == "html") == [], fmt
+        if fmt == "md":  # the rounds table names each round's path in words
+            assert re.search(r"\| direct \| [^|]* \| 直连 \|", summary.stdout), summary.stdout
 
 
 def test_evidence_arguments_that_are_wrong_fail_in_one_line(

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from rich.console import Console
 
 from tests.conftest import refused_start, wizard_command
+from tests.fuzzing import FIXTURES
 from tests.text_checks import english_sentences, raw_values
-from wizard import aio, contention
+from wizard import aio, audit, contention, transcript
 from wizard.nginx_runner import free_port
 from wizard.probes.runner import ProbeContext, run_probe
 from wizard.render_events import render_event
@@ -126,3 +129,46 @@ def test_the_shipped_examples_replay_as_sentences(example: Path) -> None:
         assert raw_values(shown_walk) == [], (lang, raw_values(shown_walk))
         if lang == "zh":
             assert english_sentences(shown_walk) == [], english_sentences(shown_walk)
+
+
+def test_the_audits_flags_are_said_in_words() -> None:
+    """The closing audit's line names what it flagged as a person says it, not as the probe's
+    fact names ("flags: multiple_changes_in_step")."""
+    session = SimpleNamespace(measurements=[], comparisons=[], facts={},
+                              changes=[{"parameter": p, "code": "LAT001", "measured": False}
+                                       for p in ("proxy_buffering", "gzip")])  # fmt: skip
+    facts = aio.run(audit.probe(SimpleNamespace(session=session), {}))
+    assert facts["multiple_changes_in_step"] is True
+    event = {"probe": "audit", "as": "audit", "round": None, "error": None, "facts": facts}
+    assert "flags: several changes in one step" in shown("probe_result", event, "en")
+    said = shown("probe_result", event, "zh")
+    assert "标记：一步中有多项变更" in said, said
+    assert english_sentences(said) == [] and raw_values(said) == [], said
+
+
+@pytest.mark.parametrize(
+    ("lang", "header", "title"),
+    [("en", "ok", "direct: direct path, http://"), ("zh", "成功", "direct：直连路径，http://")],
+)
+def test_a_rounds_table_gives_its_unit_and_its_path_in_words(
+    lang: str, header: str, title: str
+) -> None:
+    """Issue #13 item 4: the walk's round table says its times are ms ("no units" before), and
+    its title names the path in words ("direct: direct http://..." before)."""
+    recorded = transcript.load(FIXTURES / "transcripts" / "demo-kv-pressure.ndjson").events
+    event = next(
+        e for e in recorded if e["type"] == "probe_result" and e["data"]["probe"] == "measure"
+    )
+    said = shown("probe_result", event["data"], lang)
+    columns = next(line for line in said.splitlines() if "TTFT p50" in line)
+    assert re.match(r"┃ ms +┃ TTFT p50 ┃", columns) and columns.rstrip("┃ ").endswith(header), said
+    assert said.startswith(title), said
+    assert raw_values(said) == [], said
+
+
+def test_an_event_that_does_not_fit_is_said_in_chinese() -> None:
+    """An edited or foreign event is left out with one line, in the reader's language."""
+    console = Console(record=True, width=200, color_system=None)
+    console.print(render_event({"type": "probe_result", "seq": 7, "node": "n", "data": {}}, "zh"))
+    said = console.export_text()
+    assert said.startswith("  第 7 个事件（probe_result）无法显示：data.probe"), said

@@ -47,6 +47,19 @@ def reported(round_facts: dict[str, Any], log_facts: dict[str, Any] | None) -> d
     return said
 
 
+def logged(log_facts: dict[str, Any]) -> dict[str, Any] | None:
+    """A run's configuration as its `non-default args` line gave it, None when it logged none.
+
+    The line comes before vLLM checks the configuration, so a refused start has it too; the
+    values the run logged later (its engine config line) do not count: a refused start never got
+    there, and comparing them with a start that did would show differences nobody made.
+    """
+    args = log_facts.get("logged_args")
+    if not isinstance(args, dict):
+        return None
+    return {f"log.{LOG_NAMES.get(k, k)}": _or_default(args.get(k)) for k in LOG_KEYS}
+
+
 DEFAULT = "(default)"
 
 

@@ -59,13 +59,12 @@ def engine_flags(given: list[str]) -> dict[str, str]:
         name, sep, value = item.partition("=")
         name = name.strip().removeprefix("--").replace("-", "_")
         if not sep or not value.strip():
-            raise UsageError(f"--engine-flag {item!r}: expected NAME=VALUE, e.g. max_num_seqs=4")
+            raise UsageError.said("error.engine_flag_form", item=repr(item))
         if name not in SIM_FLAGS and name not in SIM_ONLY_ON:
-            raise UsageError(
-                f"--engine-flag {item!r}: the demo can set {', '.join([*sorted(SIM_FLAGS), *SIM_ONLY_ON])}"
-            )
+            names = ", ".join([*sorted(SIM_FLAGS), *SIM_ONLY_ON])
+            raise UsageError.said("error.engine_flag_name", item=repr(item), names=names)
         if name in SIM_ONLY_ON and value.strip() not in ("True", "False"):
-            raise UsageError(f"--engine-flag {item!r}: {name} is True or False")
+            raise UsageError.said("error.engine_flag_bool", item=repr(item), name=name)
         flags[name] = value.strip()
     return flags
 

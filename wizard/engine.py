@@ -25,7 +25,7 @@ from wizard.operator import Decision, Operator, coerce
 from wizard.playbook import END, START, Finding, Node, Playbook, ProbeCall
 from wizard.probes.runner import ProbeContext, ProbeResult, run_probe
 from wizard.transcript import TranscriptWriter
-from wizard.words import LANGS, evidence_source, percent, recorded, texts
+from wizard.words import LANGS, evidence_source, joined, percent, recorded, texts
 from wizard.workload import Workload
 
 COMPARED_SEGMENTS = ("ttft_ms", "tpot_ms", "itl_ms")
@@ -308,7 +308,7 @@ async def _visit(session: Session, node: Node) -> str:
         session.record("answer", node.id, answer)
     for call in node.probes:
         if not conditions.evaluate(call.when, session.facts, session.answers):
-            note(session, node.id, "note.skipped", probe=call.name)
+            note(session, node.id, "note.skipped", probe=call.name, label=call.as_)
             continue
         await _probe(session, node, call)
     if conditions.evaluate(node.judge_start, session.facts, session.answers):
@@ -557,6 +557,10 @@ def _round_to_repeat(session: Session, node: Node, finding: Finding) -> ProbeCal
 async def _remeasure(session: Session, node: Node, finding: Finding, restarted: bool) -> None:
     """Repeat the measurement the finding rests on with the same spec; judge by its evidence."""
     if finding.remeasure == START:
+        if (session.facts.get("vllmlog") or {}).get("startup_failed") is False:
+            # The cause came while serving: the server's restart is read now.
+            await _judge_restart_after_serving(session, node, finding)
+            return
         # The server did not start: its next start is the round, judged once it answers.
         note(session, node.id, "note.judged_at_start", code=finding.code)
         return
@@ -627,8 +631,15 @@ async def _check_one_change(
     after = config_check.reported(after_round, log_after)
     diffs = config_check.differences(before, after)
     verdict = config_check.judge(str(change["parameter"]), diffs, set(before) & set(after))
-    session.record("config_check", node.id, {**verdict, "declared": change["parameter"],
-                                            "diff": diffs})  # fmt: skip
+    _record_config_check(session, node, str(change["parameter"]), verdict, diffs)
+    return True
+
+
+def _record_config_check(
+    session: Session, node: Node, declared: str, verdict: dict[str, Any], diffs: dict[str, Any]
+) -> None:
+    """The check's verdict; a change other than (or beside) the declared one is a finding."""
+    session.record("config_check", node.id, {**verdict, "declared": declared, "diff": diffs})
     if verdict["verdict"] in ("several", "other"):
         finding = session.playbook.findings["LAT091"]
         data = {
@@ -638,7 +649,29 @@ async def _check_one_change(
         }  # fmt: skip
         session.findings.append(data)
         session.record("finding", node.id, data)
-    return True
+
+
+def _check_start_one_change(
+    session: Session, node: Node, log_before: dict[str, Any], log_after: dict[str, Any],
+    earlier: str = "refused",
+) -> None:  # fmt: skip
+    """The earlier start's logged arguments against the new start's: exactly the declared
+    parameter should differ. vLLM logs its `non-default args` before it checks them, so a
+    refused start has them; a log that begins later (cut, tailed) has nothing to compare.
+    ``earlier``: what the earlier start was, ``refused`` or ``served`` (the notes say so)."""
+    before, after = config_check.logged(log_before), config_check.logged(log_after)
+    if before is None or after is None:
+        key = (
+            f"note.{earlier}_start_args_missing"
+            if before is None
+            else "note.new_start_args_missing"
+        )
+        note(session, node.id, key)
+        return
+    declared = str(session.changes[-1]["parameter"])
+    diffs = config_check.differences(before, after)
+    verdict = config_check.judge(declared, diffs, set(before) & set(after))
+    _record_config_check(session, node, declared, verdict, diffs)
 
 
 async def _read_log_again(session: Session, node: Node) -> dict[str, Any]:
@@ -667,19 +700,49 @@ async def _judge_starts(session: Session, node: Node) -> None:
     if not pending:
         return
     log_before = dict(session.facts.get("vllmlog") or {})
-    if not log_before.get("available") or await _read_log_again(session, node) == log_before:
+    log_after = await _read_log_again(session, node) if log_before.get("available") else None
+    if log_after is None or log_after == log_before:
         # The log holds nothing the restarted server wrote: what it says is the failed start.
         for finding in pending:
             note(session, node.id, "note.log_unchanged", code=finding.code)
         return
-    # The failed start was start#1; each start judged since counts one more.
-    starts = sum(1 for v in session.verdicts if str(v.get("round", "")).startswith("start#"))
+    _check_start_one_change(session, node, log_before, log_after)
     for finding in pending:
-        _evidence_verdict(session, node, finding, f"start#{starts + 2}")
+        _evidence_verdict(session, node, finding, _next_start(session))
 
 
-def _evidence_verdict(session: Session, node: Node, finding: Finding, round_label: str) -> None:
-    """First the cause's own evidence: gone, or still there, in the repeated round."""
+def _next_start(session: Session) -> str:
+    """The label of the start being judged: the failed start was start#1, each one judged since
+    counts one more."""
+    starts = sum(1 for v in session.verdicts if str(v.get("round", "")).startswith("start#"))
+    return f"start#{starts + 2}"
+
+
+async def _judge_restart_after_serving(session: Session, node: Node, finding: Finding) -> None:
+    """A `remeasure: start` cause that came while the server was serving (a CUDA out of memory
+    under load): the new start is read as for a refused one, but a start without it proves only
+    that the server starts. Its absence is "inconclusive", with the reason; its return is "still
+    there"."""
+    log_before = dict(session.facts.get("vllmlog") or {})
+    await _probe(session, node, ProbeCall("endpoints", "endpoints", {}, True))
+    log_after = await _read_log_again(session, node) if log_before.get("available") else None
+    if log_after is None or log_after == log_before:
+        note(session, node.id, "note.log_unchanged_serving", code=finding.code)
+        return
+    _check_start_one_change(session, node, log_before, log_after, "served")
+    why = texts("note.start_after_serving", code=finding.code)
+    _evidence_verdict(session, node, finding, _next_start(session), unproven=why)
+
+
+def _evidence_verdict(
+    session: Session, node: Node, finding: Finding, round_label: str,
+    unproven: dict[str, str] | None = None,
+) -> None:  # fmt: skip
+    """First the cause's own evidence: gone, or still there, in the repeated round.
+
+    ``unproven``: why this round cannot show the cause gone (only still there); its evidence
+    of absence is then "inconclusive", with that reason.
+    """
     if finding.gone is None:
         return
     doubtful = contention.doubtful_facts(session.facts)
@@ -689,7 +752,16 @@ def _evidence_verdict(session: Session, node: Node, finding: Finding, round_labe
         "verdict": "inconclusive" if gone is None else "cause gone" if gone else "cause still there",
         **evidence_fields("evidence", finding.gone_evidence, session.facts, session.answers),
     }  # fmt: skip
-    if gone is None:  # its evidence is the client's timing, and the client was contended
+    if gone and unproven is not None:
+        # The reason goes with the evidence too: every reader of the verdict's line sees why.
+        shown = data.get("evidence_texts") or {"en": data["evidence"]}
+        data.update(
+            verdict="inconclusive", reason=unproven["en"], reason_texts=unproven,
+            evidence=joined([data["evidence"], unproven["en"]], "en"),
+            evidence_texts={lang: joined([text, unproven.get(lang, unproven["en"])], lang)
+                            for lang, text in shown.items()},
+        )  # fmt: skip
+    elif gone is None:  # its evidence is the client's timing, and the client was contended
         rounds = contention.contended_rounds(session.facts, finding.gone)
         why = contention.reason_texts(session.facts, rounds)
         data.update(contended_rounds=rounds, reason=why.get("en", ""), reason_texts=why)

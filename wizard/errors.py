@@ -7,6 +7,8 @@ WizardError            anything the user can fix; printed as one line, never as 
 
 from __future__ import annotations
 
+from typing import Self
+
 
 class WizardError(Exception):
     """An error with a one-line message meant for the operator; ``texts`` holds the same line in
@@ -19,7 +21,7 @@ class WizardError(Exception):
         self.texts = texts or {"en": message}
 
     @classmethod
-    def said(cls, key: str, **values: object) -> WizardError:
+    def said(cls, key: str, **values: object) -> Self:
         """The error worded by ``key`` in the words table, in every language."""
         from wizard.words import texts
 
@@ -27,14 +29,15 @@ class WizardError(Exception):
         return cls(worded["en"], worded)
 
     @classmethod
-    def cannot_read(cls, path: object, exc: OSError) -> WizardError:
+    def cannot_read(cls, path: object, exc: OSError) -> Self:
         """``cannot read PATH: why``, the system's reason in every language the table knows."""
-        import errno
+        return cls.said("error.cannot_read", path=path, why=_reason(exc) or str(exc.strerror))
 
-        from wizard.words import WORDS
-
-        key = f"oserror.{errno.errorcode.get(exc.errno or 0, '')}"
-        return cls.said("error.cannot_read", path=path, why=WORDS.get(key) or str(exc.strerror))
+    @classmethod
+    def os_said(cls, key: str, exc: OSError, **values: object) -> Self:
+        """The error worded by ``key``, its ``{why}`` the system's reason: in English as the
+        system says it (as these errors always did), in another language as the table does."""
+        return cls.said(key, why={**_reason(exc), "en": str(exc.strerror)}, **values)
 
 
 class UsageError(WizardError):
@@ -47,3 +50,12 @@ class ConfigError(WizardError):
     """A configuration that cannot work (the message says what and how to fix it)."""
 
     exit_code = 1
+
+
+def _reason(exc: OSError) -> dict[str, str]:
+    """The system's reason for ``exc`` in every language the words table has, if it has it."""
+    import errno
+
+    from wizard.words import WORDS
+
+    return WORDS.get(f"oserror.{errno.errorcode.get(exc.errno or 0, '')}", {})

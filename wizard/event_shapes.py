@@ -258,6 +258,11 @@ def _kind(value: Any) -> str:
     return "null" if value is None else f"a {type(value).__name__}"
 
 
-def unreadable_note(event: dict[str, Any], why: str) -> str:
-    """The one line shown instead of an event that does not fit."""
-    return f"event {event.get('seq')} ({event['type'][:40]}) not shown: {why[:200]}"
+def unreadable_note(event: dict[str, Any], why: str, lang: str = "en") -> str:
+    """The one line shown instead of an event that does not fit (``why`` names the key that
+    does not, as the transcript spells it, in every language)."""
+    from wizard.words import say
+
+    return say(
+        "replay.not_shown", lang, seq=event.get("seq"), type=event["type"][:40], why=why[:200]
+    )

@@ -20,6 +20,7 @@ from wizard.words import (
     joined,
     outside_engine,
     paren,
+    path_name,
     percent,
     say,
     segment_name,
@@ -61,13 +62,13 @@ def render_event(
 ) -> RenderableType | None:
     """A renderable for one event, or None for events that show nothing on their own."""
     if (why := problem(event)) is not None:  # written by another version or tool, or edited
-        return Text(f"  {unreadable_note(event, why)}", style="yellow")
+        return Text(f"  {unreadable_note(event, why, lang)}", style="yellow")
     kind, data = event["type"], event["data"]
     if kind == "node_enter":
+        # A node that covers no procedure item (a cause beyond the seed) shows its stage alone.
+        where = data["stage"] + (f"; {', '.join(data['covers'])}" if data["covers"] else "")
         return Group(
-            Rule(
-                f"[bold]{escape(pick(data['title'], lang))}[/]  ({data['stage']}; {', '.join(data['covers'])})"
-            ),
+            Rule(f"[bold]{escape(pick(data['title'], lang))}[/]  ({where})"),
             Text(pick(data["explain"], lang), style="dim"),
         )
     if kind == "question":
@@ -146,7 +147,9 @@ def render_event(
             style=style,
         )
     if kind == "noise":
-        bands = ", ".join(f"{segment_name(k)} ±{v:.0%}" for k, v in data["bands"].items())
+        bands = say("comma", lang).join(
+            f"{segment_name(k)} ±{v:.0%}" for k, v in data["bands"].items()
+        )
         return Text(say("walk.noise", lang, rounds=" vs ".join(data["rounds"]),
                         bands=bands or say("walk.not_measurable", lang)), style="dim")  # fmt: skip
     if kind == "note":
@@ -166,7 +169,9 @@ def _probe(data: dict[str, Any], lang: str) -> RenderableType:
             say("walk.probe_failed", lang, name=name, label=label, error=data["error"]), style="red"
         )
     if name == "measure":
-        return measurement_table(facts, f"{label}: {facts['path']} {facts['url']}", lang)
+        title = say("walk.round_title", lang, label=label, path=path_name(facts["path"], lang),
+                    url=facts["url"])  # fmt: skip
+        return measurement_table(facts, title, lang)
     if name == "host":
         return Text(host_line(facts, lang))
     if name == "vllm-log":
@@ -185,7 +190,7 @@ def _probe(data: dict[str, Any], lang: str) -> RenderableType:
                         chat="ok" if facts.get("chat_ok") else facts.get("chat_status"),
                         suffix=say("walk.suffix", lang, suffix=facts["suffix"]) if facts.get("suffix") else ""))  # fmt: skip
     if name == "nginx-config":
-        found = ", ".join(say("walk.nginx_at", lang, code=f["code"], file=f["file"], line=f["line"],
+        found = say("comma", lang).join(say("walk.nginx_at", lang, code=f["code"], file=f["file"], line=f["line"],
                               directive=f["directive"]) for f in facts["findings"])  # fmt: skip
         return Text(
             say(
@@ -196,9 +201,13 @@ def _probe(data: dict[str, Any], lang: str) -> RenderableType:
             )
         )
     if name == "audit":
-        flags = [k for k, v in facts.items() if v is True and k != "available"]
+        flags = [
+            say(f"audit_flag.{k}", lang) if f"audit_flag.{k}" in WORDS else k
+            for k, v in facts.items()
+            if v is True and k != "available"
+        ]
         return Text(say("walk.audit", lang, measurements=facts.get("measurements"), changes=facts.get("changes"),
-                        flags=", ".join(flags) or say("walk.none", lang)))  # fmt: skip
+                        flags=say("comma", lang).join(flags) or say("walk.none", lang)))  # fmt: skip
     if name == "validate":
         return _loadgen_line(facts, lang)
     if name == "replicas":
@@ -449,9 +458,10 @@ def log_line(facts: dict[str, Any], lang: str, every_note: bool = False) -> str:
 def measurement_table(facts: dict[str, Any], title: str, lang: str = "en") -> Table:
     """Steady (and cold) percentiles of a measure probe, with what the server saw."""
     table = Table(title=title, title_justify="left")
-    table.add_column("")
-    for column in ("TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p99", "E2E p50", "ok"):
+    table.add_column("ms", header_style="dim")  # the unit of every time in the table
+    for column in ("TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p99", "E2E p50"):
         table.add_column(column, justify="right")
+    table.add_column(say("ok", lang), justify="right")
     for label in ("steady", "cold"):
         row = facts.get(label)
         if row:

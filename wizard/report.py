@@ -30,7 +30,7 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
         if why is None:
             events.append(event)
         else:
-            unreadable.append(event_shapes.unreadable_note(event, why))
+            unreadable.append(event_shapes.unreadable_note(event, why, lang))
     facts: dict[str, Any] = {}
     steps, findings, changes, comparisons, measurements = [], [], [], [], []
     validation: list[dict[str, Any]] = []
@@ -84,6 +84,7 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
             "complete": transcript.complete,
             # A transcript cut mid-write, exported with --salvage: what was not kept.
             "salvaged": transcript.lost.describe() if transcript.lost else None,
+            "salvaged_texts": transcript.lost.said() if transcript.lost else None,
             "transcript": str(transcript.path),
             # What every round sent: the incident's shape, or the wizard's own.
             "workload": summary.workload(header, measurements),

@@ -16,6 +16,7 @@ from wizard.words import (
     evidence_item,
     ms,
     outside_engine,
+    path_name,
     percent,
     say,
     segment_name,
@@ -85,7 +86,7 @@ def document(report: dict[str, Any]) -> list[Block]:
         Lines([
             ("", say("window", lang, start=session["started_at"], end=session["ended_at"])
              + ("" if session["complete"] else say("session_incomplete", lang))
-             + (say("salvaged", lang, lost=session["salvaged"]) if session.get("salvaged") else ""), ""),
+             + (say("salvaged", lang, lost=(session.get("salvaged_texts") or {}).get(lang, session["salvaged"])) if session.get("salvaged") else ""), ""),
             ("", say("target", lang, target=session["target"])
              + (say("via_proxy", lang, proxy=session["proxy"]) if session["proxy"] else ""), ""),
             ("", say("server_version", lang, version=session["version"] or say("unknown", lang),
@@ -186,8 +187,8 @@ def _changes(report: dict[str, Any], lang: str) -> list[Block]:
                     for s in comparison["segments"]
                 ]  # fmt: skip
     for comparison in report.get("validation") or []:  # every change together, on its own path
-        path = comparison.get("path") or say("unknown", lang)
-        rows += _segment_rows(say("validation_on", lang, path=path), comparison, lang)
+        rows += _segment_rows(say("validation_on", lang, path=path_name(comparison.get("path"), lang)),
+                              comparison, lang)  # fmt: skip
     if rows:
         blocks += [Table(headers, rows), charts]
     else:
@@ -267,7 +268,7 @@ def _rounds(report: dict[str, Any], lang: str) -> list[Block]:
             result = (Cell(say("ok", lang), "good") if row["status"] == "ok" else
                       Cell(say("partial", lang, failed=row["requests"] - row["succeeded"], requests=row["requests"]),
                            "fail" if row["status"] == "failed" else "warn"))  # fmt: skip
-            rows.append([Cell(row["round"]), step, Cell(str(row["path"])), Cell(f"{row['succeeded']}/{row['requests']}"),
+            rows.append([Cell(row["round"]), step, Cell(path_name(row["path"], lang)), Cell(f"{row['succeeded']}/{row['requests']}"),
                          Cell(ms(steady["ttft_p50"])), Cell(ms(steady["tpot_p50"])), Cell(ms(steady["itl_p99"])),
                          Cell(ms(steady["e2e_p50"])),
                          Cell(f"{count(reads.get('typical'))} / {count(reads.get('max'))}"), result])  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from wizard.summary import segment_effect, workload_text
-from wizard.words import joined, ms, paren, say
+from wizard.words import joined, ms, paren, path_name, say
 
 MAX_LINES = 15
 
@@ -22,11 +22,15 @@ def text(report: dict[str, Any]) -> str:
     if not session["complete"]:
         head += say("session_incomplete", lang)
     if session.get("salvaged"):
-        head += say("salvaged", lang, lost=session["salvaged"])
+        head += say(
+            "salvaged",
+            lang,
+            lost=(session.get("salvaged_texts") or {}).get(lang, session["salvaged"]),
+        )
     lines = [head, *answer_lines(report)]
     lines += _baseline_lines(report, lang)
     for comparison in report.get("validation") or []:  # LoadGen: every change, on its own path
-        label = say("validation_on", lang, path=comparison.get("path") or say("unknown", lang))
+        label = say("validation_on", lang, path=path_name(comparison.get("path"), lang))
         effects = [segment_effect(s, lang) for s in comparison["segments"]]
         lines.append(say("labelled", lang, label=label, text=joined(effects, lang)))
     if session.get("workload"):

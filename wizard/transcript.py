@@ -24,6 +24,7 @@ from typing import Any
 from wizard import __version__, event_shapes, safejson
 from wizard.auth import MASK, USERINFO, secret_pattern
 from wizard.errors import WizardError
+from wizard.words import texts
 
 SCHEMA_VERSION = 1
 # Bearer tokens and obvious key assignments are masked even when nobody told us the key.
@@ -129,7 +130,7 @@ class TranscriptWriter:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
-            raise TranscriptError(f"{path} already exists; choose another --transcript") from None
+            raise TranscriptError.said("transcript.exists", path=path) from None
         try:
             os.write(fd, (line + "\n").encode("utf-8"))
             os.fsync(fd)
@@ -158,9 +159,8 @@ class TranscriptWriter:
             # A full disk can take part of a line: cut it off, so the file still verifies.
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, size)
-            raise TranscriptError(
-                f"cannot write to the transcript {self.path}: {exc.strerror}; it is kept up to "
-                f"event {self._seq - 1}: free the space, then 'latency-wizard resume {self.path}'"
+            raise TranscriptError.os_said(
+                "transcript.cannot_write", exc, path=self.path, seq=self._seq - 1
             ) from None
         self._last_line = line
         self._seq += 1
@@ -190,7 +190,7 @@ def set_aside_lost(transcript: Transcript) -> Path:
         try:
             fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
-            raise TranscriptError(f"{aside} already exists; move it away first") from None
+            raise TranscriptError.said("transcript.aside_exists", aside=aside) from None
         try:
             _write_all(fd, tail)
             os.fsync(fd)
@@ -213,25 +213,23 @@ def load(path: Path | str, salvage: bool = False) -> Transcript:
     except OSError as exc:
         raise TranscriptError.cannot_read(path, exc) from None
     if not raw:
-        raise TranscriptError(f"{path}: empty file (is this a transcript?)")
+        raise TranscriptError.said("transcript.empty", path=path)
     pieces = raw.split(b"\n")
     torn = pieces.pop()  # what follows the last newline: empty unless a write was cut short
     if not pieces:
-        raise TranscriptError(f"{path}:1: {TORN}")
+        raise _Damage("transcript.torn").at(path, 1)
     try:
         first = _decode(pieces[0])
         header = _parse(first)
     except _Damage as exc:
-        raise TranscriptError(f"{path}:1: {exc}") from None
+        raise exc.at(path, 1) from None
     version = header.get("schema_version")
     if header.get("type") != "header" or not isinstance(version, int) or isinstance(version, bool):
-        raise TranscriptError(f"{path}:1: not a latency-wizard transcript header")
+        raise _Damage("transcript.not_header").at(path, 1)
     if version > SCHEMA_VERSION:
-        raise TranscriptError(
-            f"{path}:1: schema_version {header['schema_version']} is newer than this tool"
-        )
+        raise _Damage("transcript.newer", version=header["schema_version"]).at(path, 1)
     if (why := event_shapes.header_problem(header)) is not None:
-        raise TranscriptError(f"{path}:1: {why}")
+        raise _Damage("transcript.header_shape", why=why).at(path, 1)
     events: list[dict[str, Any]] = []
     previous, kept_bytes, damage = first, len(pieces[0]) + 1, None
     for number, piece in enumerate(pieces[1:], start=2):
@@ -240,28 +238,34 @@ def load(path: Path | str, salvage: bool = False) -> Transcript:
             events.append(_verified_event(_parse(line), number, previous))
         except _Damage as exc:
             damage = Lost(number, len(pieces) - number + 1 + bool(torn), len(raw) - kept_bytes,
-                          kept_bytes, str(exc))  # fmt: skip
+                          kept_bytes, exc)  # fmt: skip
             break
         previous, kept_bytes = line, kept_bytes + len(piece) + 1
     if damage is None and torn:
-        damage = Lost(len(pieces) + 1, 1, len(torn), kept_bytes, TORN)
+        damage = Lost(len(pieces) + 1, 1, len(torn), kept_bytes, _Damage("transcript.torn"))
     if damage is not None and not salvage:
         # What a cut write leaves is pointed to the remedy; an edit is only reported.
-        hint = (f"; --salvage keeps the {len(events)} verified events before it"
-                if damage.reason in CUT_WRITES else "")  # fmt: skip
-        raise TranscriptError(f"{path}:{damage.from_line}: {damage.reason}{hint}")
+        hint = (texts("transcript.salvage_hint", n=len(events))
+                if damage.why.key in CUT_WRITES else "")  # fmt: skip
+        raise damage.why.at(path, damage.from_line, hint)
     return Transcript(path, header, events, damage)
 
 
-TORN = "last line is truncated (the session was cut mid-write)"
-NOT_UTF8 = "not UTF-8 text (is this a transcript?)"
-NOT_JSON = "not JSON (the file is damaged)"
 # A line cut mid-write ends the file, or (after a full disk freed up) is glued to the next write.
-CUT_WRITES = (TORN, NOT_UTF8, NOT_JSON)
+CUT_WRITES = ("transcript.torn", "transcript.not_utf8", "transcript.not_json")
 
 
 class _Damage(Exception):
-    """Why one line cannot be trusted (load adds the file and line)."""
+    """Why one line cannot be trusted, in every language (load adds the file and line)."""
+
+    def __init__(self, key: str, **values: Any) -> None:
+        self.key, self.texts = key, texts(key, **values)
+        super().__init__(self.texts["en"])
+
+    def at(self, path: Path, line: int, hint: dict[str, str] | str = "") -> TranscriptError:
+        """The one-line error for this damage at ``path:line``."""
+        return TranscriptError.said("transcript.line", path=path, line=line, reason=self.texts,
+                                    hint=hint)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -272,26 +276,29 @@ class Lost:
     lines: int
     bytes: int
     kept_bytes: int  # the verified prefix's length: where a resumed session continues
-    reason: str  # why the first line left out was refused
+    why: _Damage  # why the first line left out was refused
+
+    def said(self) -> dict[str, str]:
+        """One line for the operator, in every language."""
+        last = self.from_line + self.lines - 1
+        span = (texts("transcript.line_span", n=self.from_line) if last == self.from_line
+                else texts("transcript.lines_span", first=self.from_line, last=last))  # fmt: skip
+        return texts("transcript.lost", span=span, bytes=self.bytes, reason=self.why.texts)
 
     def describe(self) -> str:
-        """One line for the operator."""
-        last = self.from_line + self.lines - 1
-        span = (
-            f"line {self.from_line}" if last == self.from_line else f"lines {self.from_line}-{last}"
-        )
-        return f"{span} ({self.bytes} bytes) not kept: {self.reason}"
+        """The line in English."""
+        return self.said()["en"]
 
 
 def _verified_event(event: dict[str, Any], number: int, previous: str) -> dict[str, Any]:
     recorded = event.pop("hash", None)
     if recorded != _sha256(_canonical(event)):
-        raise _Damage("line was edited (its hash does not match)")
+        raise _Damage("transcript.edited")
     event["hash"] = recorded
     if event.get("prev") != _sha256(previous):
-        raise _Damage("chain broken (a line before it was edited, removed or reordered)")
+        raise _Damage("transcript.chain")
     if event.get("seq") != number - 1:
-        raise _Damage(f"expected seq {number - 1}, found {event.get('seq')}")
+        raise _Damage("transcript.seq", expected=number - 1, found=str(event.get("seq"))[:40])
     _check_envelope(event)
     return event
 
@@ -304,23 +311,23 @@ _ENVELOPE = {"t": str, "type": str, "data": dict}
 def _check_envelope(event: dict[str, Any]) -> None:
     for key, kind in _ENVELOPE.items():
         if not isinstance(event.get(key), kind):
-            raise _Damage(f"event field '{key}' is missing or malformed")
+            raise _Damage("transcript.field", field=key)
     if event.get("node") is not None and not isinstance(event["node"], str):
-        raise _Damage("event field 'node' is malformed")
+        raise _Damage("transcript.node")
 
 
 def _decode(piece: bytes) -> str:
     try:
         return piece.decode("utf-8")
     except UnicodeDecodeError:
-        raise _Damage(NOT_UTF8) from None
+        raise _Damage("transcript.not_utf8") from None
 
 
 def _parse(line: str) -> dict[str, Any]:
     try:
         value = safejson.loads(line)
     except ValueError:  # also nesting too deep and integers too long
-        raise _Damage(NOT_JSON) from None
+        raise _Damage("transcript.not_json") from None
     if not isinstance(value, dict):
-        raise _Damage("not a transcript record")
+        raise _Damage("transcript.not_record")
     return value

@@ -98,8 +98,40 @@ WORDS: dict[str, dict[str, str]] = {
     "col.result": {"en": "result", "zh": "结果"},
     "col.change": {"en": "change", "zh": "变更"},
     # LoadGen before the first change and after the last, on its own path: no one change's effect.
+    # A transcript that cannot be written or trusted (transcript.py), and what replay says of it.
+    "transcript.exists": {"en": "{path} already exists; choose another --transcript", "zh": "{path} 已存在；请换一个 --transcript"},
+    "transcript.cannot_write": {"en": "cannot write to the transcript {path}: {why}; it is kept up to event {seq}: free the space, then 'latency-wizard resume {path}'",
+                                "zh": "无法写入记录 {path}：{why}；记录保留到第 {seq} 个事件：腾出空间后运行 'latency-wizard resume {path}'"},
+    "transcript.aside_exists": {"en": "{aside} already exists; move it away first", "zh": "{aside} 已存在；请先把它移走"},
+    "transcript.empty": {"en": "{path}: empty file (is this a transcript?)", "zh": "{path}：空文件（这是记录文件吗？）"},
+    "transcript.line": {"en": "{path}:{line}: {reason}{hint}", "zh": "{path}:{line}：{reason}{hint}"},
+    "transcript.not_header": {"en": "not a latency-wizard transcript header", "zh": "不是 latency-wizard 记录的头部"},
+    "transcript.newer": {"en": "schema_version {version} is newer than this tool", "zh": "schema_version {version} 比本工具支持的更新"},
+    "transcript.header_shape": {"en": "{why}", "zh": "头部格式不对：{why}"},
+    "transcript.torn": {"en": "last line is truncated (the session was cut mid-write)", "zh": "最后一行不完整（会话在写入中途被打断）"},
+    "transcript.not_utf8": {"en": "not UTF-8 text (is this a transcript?)", "zh": "不是 UTF-8 文本（这是记录文件吗？）"},
+    "transcript.not_json": {"en": "not JSON (the file is damaged)", "zh": "不是 JSON（文件已损坏）"},
+    "transcript.not_record": {"en": "not a transcript record", "zh": "不是一条记录"},
+    "transcript.edited": {"en": "line was edited (its hash does not match)", "zh": "这一行被改动过（哈希不符）"},
+    "transcript.chain": {"en": "chain broken (a line before it was edited, removed or reordered)", "zh": "哈希链断开（它之前的某一行被改动、删除或调换了顺序）"},
+    "transcript.seq": {"en": "expected seq {expected}, found {found}", "zh": "应为 seq {expected}，实际为 {found}"},
+    "transcript.field": {"en": "event field '{field}' is missing or malformed", "zh": "事件字段 '{field}' 缺失或格式不对"},
+    "transcript.node": {"en": "event field 'node' is malformed", "zh": "事件字段 'node' 格式不对"},
+    "transcript.salvage_hint": {"en": "; --salvage keeps the {n} verified events before it", "zh": "；--salvage 可保留它之前已验证的 {n} 个事件"},
+    "transcript.line_span": {"en": "line {n}", "zh": "第 {n} 行"},
+    "transcript.lines_span": {"en": "lines {first}-{last}", "zh": "第 {first}-{last} 行"},
+    "transcript.lost": {"en": "{span} ({bytes} bytes) not kept: {reason}", "zh": "{span}（{bytes} 字节）未保留：{reason}"},
+    "transcript.salvaged": {"en": "latency-wizard {command}: salvaged {path}: kept {n} verified events; {lost}",
+                            "zh": "latency-wizard {command}：已抢救 {path}：保留了 {n} 个已验证的事件；{lost}"},
+    "transcript.salvaged_note": {"en": "salvaged: {lost}; those bytes are kept in {aside}", "zh": "已抢救：{lost}；这些字节保存在 {aside}"},
+    "replay.not_shown": {"en": "event {seq} ({type}) not shown: {why}", "zh": "第 {seq} 个事件（{type}）无法显示：{why}"},
+    "replay.heading": {"en": "{path}: verified, {n} events, target {target}", "zh": "{path}：已验证，{n} 个事件，目标 {target}"},
+    "replay.incomplete": {"en": " (incomplete: continue it with 'latency-wizard resume')", "zh": "（未完成：用 'latency-wizard resume' 继续）"},
+    "path.direct": {"en": "direct", "zh": "直连"},
+    "path.proxy": {"en": "proxy", "zh": "经代理"},
+    "walk.round_title": {"en": "{label}: {path} path, {url}", "zh": "{label}：{path}路径，{url}"},
     "validation_on": {"en": "Validation, {path} path (every change together)",
-                      "zh": "验证，{path} 路径（全部变更合计）"},
+                      "zh": "验证，{path}路径（全部变更合计）"},
     "col.judged": {"en": "judged on", "zh": "判断依据"},
     "col.before": {"en": "before", "zh": "之前"},
     "col.after": {"en": "after", "zh": "之后"},
@@ -176,8 +208,8 @@ WORDS: dict[str, dict[str, str]] = {
                                  "zh": "{segment} p50（ms）：修复后与最终"},
     "chart.change": {"en": "{segment} p50 (ms), {parameter}", "zh": "{segment} p50（ms），{parameter}"},
     # the engine's notes (engine.note), recorded in every language
-    "note.skipped": {"en": "probe {probe} skipped (its condition does not hold)",
-                     "zh": "跳过探测 {probe}（条件不满足）"},
+    "note.skipped": {"en": "probe {probe} ({label}) skipped (its condition does not hold)",
+                     "zh": "跳过探测 {probe}（{label}）：条件不满足"},
     "note.sweep": {"en": "{code} found on the closing sweep: its evidence came after {node} ran (or that step was not on this walk's route)",
                    "zh": "{code} 在收尾复查中发现：其证据在 {node} 运行之后才出现（或该步骤不在本次诊断的路线上）"},
     "note.no_side_by_side": {"en": "{after} is not set beside {before}: {missing} measured no latency evidence (not run, failed queries, or Offline)",
@@ -197,6 +229,31 @@ WORDS: dict[str, dict[str, str]] = {
                                  "write its output to the --vllm-log file)",
                            "zh": "{code}：日志中没有失败启动之后写入的内容，读不到重启后服务的设置，因此不作结论"
                                  "（让 vLLM 把输出写入 --vllm-log 指定的文件）"},
+    "note.log_unchanged_serving": {"en": "{code}: the log holds nothing written since the change, so the "
+                                         "restarted server cannot be read there: no verdict (restart vLLM "
+                                         "with the change, its output in the --vllm-log file)",
+                                   "zh": "{code}：日志中没有变更之后写入的内容，读不到重启后的服务，因此不作结论"
+                                         "（带着修改重启 vLLM，并把输出写入 --vllm-log 指定的文件）"},
+    "note.start_after_serving": {"en": "but {code} came while the server was serving, after its start: a start "
+                                       "without it shows only that the server starts; only a round under the "
+                                       "load it came under, with the log read again, can show it gone",
+                                 "zh": "但 {code} 出现在服务运行期间、启动之后：新的一次启动中没有它，只说明服务能启动；"
+                                       "只有在它出现时的负载下再测一轮并重新读取日志，才能说明它已消除"},
+    "note.refused_start_args_missing": {"en": "the refused start logged no configuration (no `non-default "
+                                              "args` line in its log), so the one-change check has nothing "
+                                              "to compare: it needs the refused start's log from its first line",
+                                        "zh": "被拒绝的启动没有记录配置（日志中没有 `non-default args` 行），"
+                                              "单项修改核对无从比较：需要被拒绝那次启动从第一行开始的日志"},
+    "note.served_start_args_missing": {"en": "the earlier start logged no configuration (no `non-default "
+                                             "args` line in its log), so the one-change check has nothing to "
+                                             "compare: it needs the earlier start's log from its first line",
+                                       "zh": "之前的那次启动没有记录配置（日志中没有 `non-default args` 行），"
+                                             "单项修改核对无从比较：需要之前那次启动从第一行开始的日志"},
+    "note.new_start_args_missing": {"en": "the new start logged no configuration (no `non-default args` "
+                                          "line in its log), so the one-change check has nothing to "
+                                          "compare: it needs the new start's log from its first line",
+                                    "zh": "新的一次启动没有记录配置（日志中没有 `non-default args` 行），"
+                                          "单项修改核对无从比较：需要新启动从第一行开始的日志"},
     "note.no_earlier": {"en": "no earlier {round} round to compare with", "zh": "没有更早的 {round} 轮次可比较"},
     "note.inconclusive": {"en": "a verdict is inconclusive after {n} round(s): measuring {round} again ({label}) to narrow its interval",
                           "zh": "{n} 轮后结论仍无定论：再次测量 {round}（{label}）以缩小区间"},
@@ -301,6 +358,55 @@ WORDS: dict[str, dict[str, str]] = {
     "error.log_hint": {"en": "{message} (if the server failed to start, {hint} tells why)",
                        "zh": "{message}（如果服务没能启动，{hint} 会说明原因）"},
     "error.cannot_list_models": {"en": "cannot list models at {url}: {why}", "zh": "无法在 {url} 列出模型：{why}"},
+    # a command's flags checked before anything runs (cli/*.py)
+    "error.no_terminal": {"en": "no terminal to ask questions on: pass --auto or --answers FILE",
+                          "zh": "没有可以提问的终端：请加 --auto 或 --answers FILE"},
+    "error.target_required": {"en": "--target is required (or --prometheus to find the replica to walk)",
+                              "zh": "需要 --target（或用 --prometheus 找出要诊断的副本）"},
+    "error.no_replica_differs": {"en": "no replica differs from the rest over the last {window}: pass --target to walk one (a replica or the service URL); 'latency-wizard probe fleet' shows them all",
+                                 "zh": "最近 {window} 内没有副本与其他副本不同：请用 --target 指定一个来诊断（一个副本或服务的 URL）；'latency-wizard probe fleet' 会列出全部副本"},
+    "error.replica_no_url": {"en": "replica {instance} differs, but Prometheus' targets give no URL for it: pass --target",
+                             "zh": "副本 {instance} 与其他副本不同，但 Prometheus 的 targets 没有给出它的 URL：请用 --target 指定"},
+    "error.host_evidence_file": {"en": "--host-evidence {path} is a file: give the folder it is in, or a folder of files collected on the GPU host (see 'latency-wizard probe host --help')",
+                                 "zh": "--host-evidence {path} 是一个文件：请给出它所在的文件夹，或放着在 GPU 主机上收集的文件的文件夹（见 'latency-wizard probe host --help'）"},
+    "error.flag_missing": {"en": "{flag} {path}: no such file or folder", "zh": "{flag} {path}：文件或文件夹不存在"},
+    "error.flag_unreadable": {"en": "{flag} {path}: permission denied (it cannot be read)",
+                              "zh": "{flag} {path}：没有权限（无法读取）"},
+    "error.flag_said": {"en": "{flag} {message}", "zh": "{flag} {message}"},
+    "error.cannot_write": {"en": "cannot write {path}: {why}", "zh": "无法写入 {path}：{why}"},
+    "error.cannot_write_transcript": {"en": "cannot write the transcript at {path}: {why}",
+                                      "zh": "无法在 {path} 写入记录：{why}"},
+    "error.cannot_write_host_evidence": {"en": "cannot write host evidence to {path}: {why}",
+                                         "zh": "无法把主机证据写入 {path}：{why}"},
+    "error.cannot_open_log": {"en": "cannot open log file {path}: {why}", "zh": "无法打开日志文件 {path}：{why}"},
+    "error.completed_session": {"en": "{path} is a completed session; see it with 'latency-wizard replay'",
+                                "zh": "{path} 是一次已完成的会话；请用 'latency-wizard replay' 查看"},
+    "error.playbook_changed": {"en": "the playbook changed since this session started; it cannot be resumed safely",
+                               "zh": "这次会话开始后 playbook 改变了；无法安全地继续"},
+    "error.not_sessions_url": {"en": "--{name} is not the session's {name} ({recorded})",
+                               "zh": "--{name} 不是会话的 {name}（{recorded}）"},
+    "error.masked_url": {"en": "the session's {name} {recorded} had credentials, masked in its transcript: give the URL again with --{name}",
+                         "zh": "会话的 {name} {recorded} 带有凭据，在记录中已被遮盖：请用 --{name} 再次给出这个 URL"},
+    "error.at_least_1": {"en": "{flag} must be at least 1", "zh": "{flag} 至少为 1"},
+    "error.target_not_http": {"en": "--target must be an http(s) URL, got {url}", "zh": "--target 必须是 http(s) URL，收到的是 {url}"},
+    "error.flag_not_http": {"en": "{flag} {url} is not an http(s) URL", "zh": "{flag} {url} 不是 http(s) URL"},
+    "error.warmup": {"en": "--warmup must be 0 or more", "zh": "--warmup 必须大于或等于 0"},
+    "error.duration": {"en": "--duration must be positive", "zh": "--duration 必须大于 0"},
+    "error.qps_duration": {"en": "--qps and --min-duration must be positive", "zh": "--qps 和 --min-duration 必须大于 0"},
+    "error.unknown_preset": {"en": "unknown preset {preset}; choose one of: {presets}",
+                             "zh": "未知的预设 {preset}；请从这些中选一个：{presets}"},
+    "error.find_peak": {"en": "--find-peak applies to the Server scenario only", "zh": "--find-peak 只适用于 Server 场景"},
+    "error.empty_file": {"en": "{path} is empty", "zh": "{path} 是空的"},
+    "error.no_answer_within": {"en": "{url} did not answer within {seconds} s", "zh": "{url} 在 {seconds} 秒内没有应答"},
+    "error.answered_http": {"en": "{url} answered HTTP {status}", "zh": "{url} 应答了 HTTP {status}"},
+    "error.too_few_replicas": {"en": "fewer than two replica URLs: give --replica URL (twice or more), --nginx-conf with an upstream block, or --prometheus",
+                               "zh": "副本 URL 不足两个：请给出 --replica URL（两次或更多）、带 upstream 块的 --nginx-conf，或 --prometheus"},
+    "error.engine_flag_form": {"en": "--engine-flag {item}: expected NAME=VALUE, e.g. max_num_seqs=4",
+                               "zh": "--engine-flag {item}：应为 NAME=VALUE，例如 max_num_seqs=4"},
+    "error.engine_flag_name": {"en": "--engine-flag {item}: the demo can set {names}", "zh": "--engine-flag {item}：演示可以设置的是 {names}"},
+    "error.engine_flag_bool": {"en": "--engine-flag {item}: {name} is True or False", "zh": "--engine-flag {item}：{name} 只能是 True 或 False"},
+    "error.unknown_scenario": {"en": "unknown scenario {name}; choose one of: {names}", "zh": "未知的场景 {name}；请从这些中选一个：{names}"},
+    "interrupted.line": {"en": "latency-wizard {command}: interrupted", "zh": "latency-wizard {command}：已中断"},
     "oserror.ENOENT": {"en": "no such file or folder", "zh": "文件或文件夹不存在"},
     "oserror.EACCES": {"en": "permission denied", "zh": "没有权限"},
     "oserror.EISDIR": {"en": "it is a folder", "zh": "这是一个文件夹"},
@@ -328,6 +434,13 @@ WORDS: dict[str, dict[str, str]] = {
                    "zh": "nginx：{url}（nginx 默认配置：proxy_buffering on）"},
     "demo.upstream": {"en": "upstream:  the simulator runs with --http h11: it answers nginx's HTTP/1.0 request close-delimited, which nginx's default proxy_buffering holds back in bursts; a stock vLLM (httptools) answers chunked and nginx passes its events through",
                       "zh": "上游：模拟器以 --http h11 运行，对 nginx 的 HTTP/1.0 请求以关闭连接界定正文作答，nginx 默认的 proxy_buffering 会把它成批攒住；标准 vLLM（httptools）以 chunked 作答，nginx 会逐个转发事件"},
+    "demo.kept": {"en": "kept: {folder}", "zh": "已保留：{folder}"},
+    "demo.resume_hint": {"en": "the demo's processes are stopped with it; start it again with: latency-wizard demo",
+                         "zh": "演示的进程随之停止；要重新开始：latency-wizard demo"},
+    "note.reading_log": {"en": "{message}; reading the server's log instead", "zh": "{message}；改为读取服务的日志"},
+    "note.wrote": {"en": "wrote {path}", "zh": "已写入 {path}"},
+    "note.sim_demo_key": {"en": "latency-wizard sim: no key given; using the public demo key '{demo_key}' (set VLLM_API_KEY to choose one)",
+                          "zh": "latency-wizard sim：没有给出密钥；使用公开的演示密钥 '{demo_key}'（设置 VLLM_API_KEY 可自选一个）"},
     "demo.no_nginx": {"en": "nginx is not installed: walking without the proxy leg (Debian: apt-get install nginx)",
                       "zh": "没有安装 nginx：诊断不含代理这一段（Debian：apt-get install nginx）"},
     # the walk in the terminal (live, replay): render_events
@@ -409,7 +522,7 @@ WORDS: dict[str, dict[str, str]] = {
     "value.auth.unknown": {"en": "unknown", "zh": "未知"},
     "value.against.baseline": {"en": "baseline", "zh": "基线"},
     "value.against.before the changes": {"en": "before the changes", "zh": "变更之前"},
-    "walk.pass": {"en": "PASS {stage}: no cause found{info}", "zh": "PASS {stage}：未发现原因{info}"},
+    "walk.pass": {"en": "PASS {stage}: no cause found{info}", "zh": "通过 {stage}：未发现原因{info}"},
     "walk.pass_info": {"en": " (for information: {codes})", "zh": "（仅供参考：{codes}）"},
     "walk.change": {"en": "change ({layer}): {parameter}: {before} -> {after}{restarted}",
                     "zh": "变更（{layer}）：{parameter}：{before} -> {after}{restarted}"},
@@ -434,6 +547,13 @@ WORDS: dict[str, dict[str, str]] = {
     "walk.no_static": {"en": "no static findings", "zh": "无静态发现"},
     "walk.audit": {"en": "  audit: {measurements} measurement(s), {changes} change(s); flags: {flags}",
                    "zh": "  审计：{measurements} 次测量，{changes} 项变更；标记：{flags}"},
+    # What each of the audit's flags means (the audit probe's fact names).
+    "audit_flag.cold_steady_mixed": {"en": "cold and steady requests mixed", "zh": "冷启动与稳态请求混在一起"},
+    "audit_flag.multiple_changes_in_step": {"en": "several changes in one step", "zh": "一步中有多项变更"},
+    "audit_flag.total_time_only": {"en": "only the total time recorded", "zh": "只记录了总时间"},
+    "audit_flag.cross_scenario_comparison": {"en": "a comparison across scenarios", "zh": "跨场景的比较"},
+    "audit_flag.budget_unjudged": {"en": "token budget not judged", "zh": "token 预算未能判断"},
+    "audit_flag.offline_as_latency": {"en": "Offline throughput taken as latency", "zh": "把 Offline 吞吐当作延迟"},
     "walk.loadgen_p90": {"en": ", early-stopping p90 {p90} ms", "zh": "，early-stopping p90 {p90} ms"},
     "walk.no_reason": {"en": "no reason recorded", "zh": "未记录原因"},
     "walk.offline": {"en": "; throughput only, not latency evidence", "zh": "；只反映吞吐，不能作为延迟证据"},
@@ -610,6 +730,14 @@ def paren(text: str, inner: str, lang: str) -> str:
 def segment_name(segment: str) -> str:
     """``ttft_ms`` -> ``TTFT``."""
     return SEGMENT_NAMES.get(segment, segment)
+
+
+def path_name(path: str | None, lang: str) -> str:
+    """A measured path (``direct``, ``proxy``) as a word; one not known is shown as recorded."""
+    if path is None:
+        return say("unknown", lang)
+    key = f"path.{path}"
+    return say(key, lang) if key in WORDS else path
 
 
 def verdict_word(verdict: str, lang: str) -> str:

@@ -3,65 +3,28 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-DESCRIPTION = """\
-Start the built-in vLLM simulator and, when nginx is installed, a throwaway nginx in front of it
-with nginx's default buffering (the classic "the model is slow" that is not the model). Then walk
-the whole diagnosis against both, apply the proposed changes to the demo's own processes, and
-write the transcript. Every process the demo started is stopped at the end, on errors and on Ctrl-C.
-Without nginx the walk runs without the proxy leg. On a terminal the walk asks its questions;
-without one (or with --auto) it answers with evidence and defaults.
+from wizard.cli.run import operator_arguments
 
-The simulator runs with --http h11, so it answers nginx's HTTP/1.0 upstream request with a
-close-delimited body: that is where nginx's default proxy_buffering really batches a stream. A
-stock vLLM (uvicorn with httptools) answers chunked, and a stock nginx then passes its events
-through one by one."""
+if TYPE_CHECKING:
+    from wizard.words_cli import Words
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, words: Words) -> None:
     """Add ``demo``."""
-    demo = subparsers.add_parser("demo", help="walk the diagnosis against the built-in simulator",
-                                 description=DESCRIPTION)  # fmt: skip
-    demo.add_argument(
-        "--scenario", default="healthy", help="simulator scenario (see 'sim --list-scenarios')"
+    demo = subparsers.add_parser(
+        "demo", help=words("demo.help"), description=words("demo.description")
     )
-    who = demo.add_mutually_exclusive_group()
-    who.add_argument("--auto", action="store_true", help="never prompt: evidence and defaults")
-    who.add_argument("--answers", help="YAML file of answers keyed by question id / finding code")
-    demo.add_argument(
-        "--lang", choices=["en", "zh"], help="language of the walk (default: from $LANG)"
-    )
-    demo.add_argument("--transcript", help="where to write the transcript")
-    demo.add_argument(
-        "--no-nginx", action="store_true", help="do not put nginx in front of the simulator"
-    )
-    demo.add_argument(
-        "--withhold",
-        action="append",
-        choices=["log", "host"],
-        default=[],
-        metavar="{log,host}",
-        help="walk without this evidence (the vLLM log, or the GPU host's files), as an engineer "
-        "who has no access to it would; repeat for both. Shows what the walk finds from "
-        "measurements and /metrics alone",
-    )
-    demo.add_argument(
-        "--engine-flag",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="start the simulator with this vLLM flag as well, on top of the scenario (a second "
-        "fault): max_num_seqs=4, max_num_batched_tokens=16384, gpu_memory_utilization=0.73, "
-        "max_model_len=...; the walk may change it like any other. disable_log_stats=True turns "
-        "the server's /metrics statistics off (as vLLM's --disable-log-stats)",
-    )
-    demo.add_argument(
-        "--keep-files", action="store_true",
-        help="keep the demo's temporary folders (the simulator's log, the GPU host's files, "
-        "nginx's config) after it ends; by default they are removed on exit, on errors and on "
-        "Ctrl-C (the transcript stays where it was written)",
-    )  # fmt: skip
+    demo.add_argument("--scenario", default="healthy", help=words("demo.scenario"))
+    operator_arguments(demo, words)
+    demo.add_argument("--transcript", help=words("demo.transcript"))
+    demo.add_argument("--no-nginx", action="store_true", help=words("demo.no_nginx"))
+    demo.add_argument("--withhold", action="append", choices=["log", "host"], default=[],
+                      metavar="{log,host}", help=words("demo.withhold"))  # fmt: skip
+    demo.add_argument("--engine-flag", action="append", default=[], metavar="NAME=VALUE",
+                      help=words("demo.engine_flag"))  # fmt: skip
+    demo.add_argument("--keep-files", action="store_true", help=words("demo.keep_files"))
     demo.set_defaults(handler=demo_command)
 
 
@@ -121,9 +84,9 @@ def demo_command(args: argparse.Namespace) -> int:
                                        body=scenario.incident_body).to_header()}  # fmt: skip
         writer = _create(path, header, Redactor())
         args.timeout = 60.0
-        hint = "the demo's processes are stopped with it; start it again with: latency-wizard demo"
+        hint = say("demo.resume_hint", lang)
         return execute(book, writer, operator, args, None, header, events=[], resume_hint=hint)
     finally:
         for folder in stack.stop(keep_files=args.keep_files):
-            screen.print(f"kept: {folder}", soft_wrap=True)
+            screen.print(say("demo.kept", lang, folder=folder), soft_wrap=True)
         signal.signal(signal.SIGTERM, previous)

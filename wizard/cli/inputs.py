@@ -7,7 +7,10 @@ import argparse
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from wizard.words_cli import Words
 
 
 @contextmanager
@@ -57,10 +60,10 @@ def language(argv: list[str] | None = None) -> str:
     return default_language()
 
 
-def lang_argument(parser: argparse.ArgumentParser, shown: str) -> None:
-    """A probe's ``--lang``: its human output (never ``--json``) in English or Chinese."""
-    parser.add_argument("--lang", choices=["en", "zh"],
-                        help=f"zh: {shown} in Chinese (default: from $LANG)")  # fmt: skip
+def lang_argument(parser: argparse.ArgumentParser, words: Words, shown: str) -> None:
+    """A probe's ``--lang``: its human output (never ``--json``) in English or Chinese; ``shown``
+    is the key of what it shows."""
+    parser.add_argument("--lang", choices=["en", "zh"], help=words("lang", shown=words(shown)))
 
 
 def chosen_language(args: argparse.Namespace) -> str:
@@ -88,22 +91,15 @@ def check_base_url(url: str) -> None:
         raise UsageError.said("error.base_url", url=repr(shown), base=base)
 
 
-SALVAGE_HELP = (
-    "keep the verified part of a damaged transcript (a last line cut mid-write, a torn tail after "
-    "a full disk): everything from the first line that does not verify is left out, and standard "
-    "error says what"
-)
-
-
 def transcript_input(args: argparse.Namespace) -> Any:
     """The transcript the command names; with --salvage its verified prefix, the loss reported."""
     from wizard import transcript
+    from wizard.words import say
 
     loaded = transcript.load(args.transcript, salvage=args.salvage)
     if loaded.lost is not None:
-        print(
-            f"latency-wizard {args.command}: salvaged {loaded.path}: kept {len(loaded.events)} "
-            f"verified events; {loaded.lost.describe()}",
-            file=sys.stderr,
-        )
+        lang = args.lang or loaded.header.get("lang") or language()
+        lost = loaded.lost.said()
+        print(say("transcript.salvaged", lang, command=args.command, path=loaded.path,
+                  n=len(loaded.events), lost=lost.get(lang, lost["en"])), file=sys.stderr)  # fmt: skip
     return loaded

@@ -12,34 +12,33 @@ from collections.abc import Callable, Sequence
 
 from wizard import __version__
 from wizard.cli import demo, playbook_cmd, probe, replay, run, sim
+from wizard.cli.inputs import language
+from wizard.cli.parser import WizardParser
 from wizard.errors import WizardError
 from wizard.terminal import printable
+from wizard.words_cli import said, words_in
 
 SUBCOMMANDS = (demo, run, replay, playbook_cmd, probe, sim)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the top-level parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
-        prog="latency-wizard",
-        description=(
-            "Guided troubleshooting for LLM inference latency on vLLM (optionally behind nginx): "
-            "an ordered diagnosis with evidence at every step, one change at a time, a transcript "
-            "you can replay and an incident summary you can paste. Try it with nothing deployed: "
-            "'latency-wizard demo'. On a real server: 'latency-wizard run --target URL'."
-        ),
-    )
-    parser.add_argument("--version", action="version", version=f"latency-wizard {__version__}")
+def build_parser(lang: str = "en") -> argparse.ArgumentParser:
+    """Return the top-level parser with every subcommand registered, its help and errors in
+    ``lang``."""
+    words = words_in(lang)
+    parser = WizardParser(prog="latency-wizard", description=words("main.description"), lang=lang)
+    parser.add_argument("--version", action="version", version=f"latency-wizard {__version__}",
+                        help=said("version", lang))  # fmt: skip
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in SUBCOMMANDS:
-        module.register(subparsers)
+        module.register(subparsers, words)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
-    parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
+    lang = language(argv)  # known before parsing: --help and a bad flag are said in it
+    parser = build_parser(lang)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -50,18 +49,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         with interrupt.taken():
             code: int = args.handler(args)
     except WizardError as exc:
-        from wizard.cli.inputs import language
         from wizard.words import say
 
         # A message may quote a server or a file: one line, nothing a terminal would obey, and no
         # secret (a key in a URL's userinfo or in the environment).
-        lang = language(argv)
         text = exc.texts.get(lang) or str(exc)
         message = " ".join(printable(_masker(args, argv)(text)).split())
         print(say("error.line", lang, command=args.command, message=message), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print(f"latency-wizard {args.command}: interrupted", file=sys.stderr)
+        from wizard.words import say
+
+        print(say("interrupted.line", lang, command=args.command), file=sys.stderr)
         return 130
     return code
 

@@ -3,30 +3,26 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-CHECK_DESCRIPTION = """\
-Validate a playbook: schema (with file:line), start exists, every node reachable and able to reach
-the end, stage order respected except declared re-measure loops, every cycle through a measurement
-node, probe names registered, finding codes defined, en and zh texts present, and every procedure
-item P0.1..P7.5 covered. Exit 0 when valid, 1 with one line per problem."""
+if TYPE_CHECKING:
+    from wizard.words_cli import Words
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, words: Words) -> None:
     """Add ``playbook`` and its actions."""
-    playbook = subparsers.add_parser("playbook", help="check or show a playbook")
+    playbook = subparsers.add_parser("playbook", help=words("playbook.help"))
     actions = playbook.add_subparsers(dest="action", metavar="ACTION", required=True)
-    check = actions.add_parser("check", help="validate a playbook", description=CHECK_DESCRIPTION)
-    check.add_argument("path", nargs="?", help="playbook YAML (default: the built-in one)")
+    check = actions.add_parser("check", help=words("playbook.check.help"),
+                               description=words("playbook.check.description"))  # fmt: skip
+    check.add_argument("path", nargs="?", help=words("playbook_path"))
     check.set_defaults(handler=check_command)
-    show = actions.add_parser("show", help="draw the decision graph")
-    show.add_argument("path", nargs="?", help="playbook YAML (default: the built-in one)")
+    show = actions.add_parser("show", help=words("playbook.show.help"))
+    show.add_argument("path", nargs="?", help=words("playbook_path"))
     show.add_argument("--format", choices=["tree", "mermaid", "dot"], default="tree")
     show.set_defaults(handler=show_command)
-    findings = actions.add_parser(
-        "findings", help="list every finding code as Markdown (docs/findings.md)"
-    )
-    findings.add_argument("path", nargs="?", help="playbook YAML (default: the built-in one)")
+    findings = actions.add_parser("findings", help=words("playbook.findings.help"))
+    findings.add_argument("path", nargs="?", help=words("playbook_path"))
     findings.set_defaults(handler=findings_command)
 
 

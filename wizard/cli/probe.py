@@ -3,254 +3,143 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wizard.cli.inputs import check_base_url, chosen_language, lang_argument, seconds
 
-DEFINITIONS = """\
-definitions:
-  TTFT  send -> first SSE event carrying output (content, reasoning or tool call); the role-only
-        first chat chunk and usage-only chunks never count
-  TPOT  (last output event - first output event) / (output tokens - 1)
-  ITL   each gap between consecutive output events (an event may carry several tokens; the
-        per-token split uses vLLM's continuous usage counts when the server sends them)
-  E2E   send -> last output event
-  output tokens come from the server's usage (always requested); without it the probe counts output
-  events and flags the count as an estimate. Requests ask for a fixed length: max_tokens plus vLLM's
-  ignore_eos, temperature 0, a prompt of --input-tokens words.
-
-The API key is read from $VLLM_API_KEY (then $OPENAI_API_KEY) or the variable --api-key-env names."""
-
-STREAM_DESCRIPTION = f"""\
-Send streamed generation requests one after another and time them event by event.
-
-{DEFINITIONS}
-Exit status: 0 when at least one request succeeded, 1 when none did, 2 on usage errors."""
-
-LOAD_DESCRIPTION = f"""\
-Closed-loop load: keep --concurrency identical streams in flight for --requests requests (or for
---duration seconds), one connection per stream. Cold requests (each connection's first, and the
-first --warmup sent) are reported apart from steady state; latencies start when a request's first
-byte leaves, with pool wait, connect and TLS reported apart. The client checks itself (event-loop
-lag, its own CPU, how long requests waited to leave); when it is saturated the result says so
-(cause client_saturated) instead of blaming the server.
-
-{DEFINITIONS}
-Exit status: 0 when at least one steady request succeeded, 1 when none did, 2 on usage errors."""
+if TYPE_CHECKING:
+    from wizard.words_cli import Words
 
 
-VALIDATE_DESCRIPTION = f"""\
-Validate under standardised load with the real MLPerf LoadGen (pip install mlcommons-loadgen):
-  SingleStream  one query after another; reports the 90th-percentile early-stopping estimate
-  Server        Poisson arrivals at --qps from a fixed seed (identical schedule before and after a
-                change); VALID only if TTFT/TPOT p99 meet the bounds (--ttft-ms/--tpot-ms or
-                --preset) and early stopping is satisfied; --find-peak bisects for the highest rate
-  Offline       everything at once; throughput only, never evidence of online latency
-Never compare results across scenarios. LoadGen's logs go to --outdir.
-
-LoadGen judges timing only. A run is VALID when LoadGen said VALID and every query succeeded;
-any failed query makes it INVALID (the reasons say how many and the first error), and a run in
-which no query succeeded is ERROR: nothing was measured. LoadGen's own INVALID reasons follow.
-
-{DEFINITIONS}
-Exit status: 0 VALID (with --find-peak: a VALID rate was found); 1 INVALID (or no VALID rate
-found); 3 ERROR: nothing could be measured (every query failed, or the model list could not be
-read); 2 on usage errors."""
-
-
-PROXY_DESCRIPTION = """\
-Send the same streamed request to vLLM directly and through the proxy (nginx), --repeat times each,
-and compare: TTFT inflation, events per network read, whether the response headers were held back
-with the first burst, whether the whole stream was held (gzip with buffering), and streams cut
-short (status 200 without [DONE]: a proxy_read_timeout shorter than a silence).
-Exit status: 0 when the proxy passes events through, 1 when it buffers or cuts, 2 on usage errors."""
-
-CONFIG_DESCRIPTION = """\
-Read an nginx config (a file with its includes, a folder, or saved `nginx -T` output; a pasted
-location block or a template with ${VAR} placeholders works too) and report, for every location
-that proxies, the effective proxy_buffering (and where it was set), X-Accel-Buffering handling,
-timeouts, proxy_http_version, gzip on text/event-stream, proxy_cache and buffer sizes, with the
-exact directive to change. Exit status: 0 without findings, 1 with findings or a syntax error."""
-
-
-METRICS_DESCRIPTION = """\
-Read vLLM's Prometheus metrics (prometheus_client's parser) in either naming generation: current
-(kv_cache_usage_perc, inter_token_latency_seconds) or 2024-era (gpu_cache_usage_perc,
-time_per_output_token_seconds). Reports KV-cache usage (0..1), preemptions, running and waiting
-requests, engines, server-side TTFT/ITL/queue means from the histograms, and the KV capacity from
-cache_config_info. A server started with --disable-log-stats has no vllm:* series: that is said,
-not reported as zeros. Server-side TTFT counts from the API server's arrival: client TTFT minus it
-is proxy + network + request parsing time. A paste works (--file): the shell prompt, curl's output
-and headers around the exposition are skipped and said so in 'notes'."""
-
-
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, words: Words) -> None:
     """Add ``probe`` and its probes."""
     from wizard.cli import probe_fleet, probe_host, probe_replicas
 
-    probe = subparsers.add_parser(
-        "probe", help="run one probe on its own (see 'probe stream --help')"
-    )
+    definitions = words("probe.definitions")
+    probe = subparsers.add_parser("probe", help=words("probe.help"))
     probes = probe.add_subparsers(dest="probe", metavar="PROBE", required=True)
     stream = probes.add_parser(
-        "stream", help="time streamed requests (TTFT, TPOT, ITL, E2E)", description=STREAM_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "stream", help=words("probe.stream.help"), raw_description=True,
+        description=words("probe.stream.description", definitions=definitions),
     )  # fmt: skip
-    _request_arguments(stream)
-    stream.add_argument(
-        "--repeat", type=int, default=5, help="requests, one after another (default 5)"
-    )
+    _request_arguments(stream, words)
+    stream.add_argument("--repeat", type=int, default=5, help=words("probe.stream.repeat"))
     stream.set_defaults(handler=run_stream)
     load = probes.add_parser(
-        "load", help="closed-loop load at a fixed concurrency", description=LOAD_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "load", help=words("probe.load.help"), raw_description=True,
+        description=words("probe.load.description", definitions=definitions),
     )  # fmt: skip
-    _request_arguments(load)
-    load.add_argument("--concurrency", type=int, default=8, help="streams in flight (default 8)")
+    _request_arguments(load, words)
+    load.add_argument("--concurrency", type=int, default=8, help=words("probe.load.concurrency"))
     amount = load.add_mutually_exclusive_group()
-    amount.add_argument("--requests", type=int, help="steady-state requests (default 32)")
-    amount.add_argument("--duration", type=float, help="seconds of steady-state load instead")
-    load.add_argument(
-        "--warmup",
-        type=int,
-        default=2,
-        help="cold requests beyond each connection's first (default 2)",
-    )
+    amount.add_argument("--requests", type=int, help=words("probe.load.requests"))
+    amount.add_argument("--duration", type=float, help=words("probe.load.duration"))
+    load.add_argument("--warmup", type=int, default=2, help=words("probe.load.warmup"))
     load.set_defaults(handler=run_load_command)
     validate = probes.add_parser(
-        "validate", help="MLPerf LoadGen scenarios (SingleStream, Server, Offline)",
-        description=VALIDATE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "validate", help=words("probe.validate.help"), raw_description=True,
+        description=words("probe.validate.description", definitions=definitions),
     )  # fmt: skip
-    _request_arguments(validate)
+    _request_arguments(validate, words)
     validate.add_argument(
         "--scenario", required=True, choices=["SingleStream", "Server", "Offline"]
     )
+    validate.add_argument("--qps", type=float, default=1.0, help=words("probe.validate.qps"))
+    validate.add_argument("--preset", help=words("probe.validate.preset"))
+    validate.add_argument("--ttft-ms", type=float, help=words("probe.validate.ttft_ms"))
+    validate.add_argument("--tpot-ms", type=float, help=words("probe.validate.tpot_ms"))
+    validate.add_argument("--min-duration", type=float, default=10.0,
+                          help=words("probe.validate.min_duration"))  # fmt: skip
+    validate.add_argument("--min-queries", type=int, default=64,
+                          help=words("probe.validate.min_queries"))  # fmt: skip
+    validate.add_argument("--max-in-flight", type=int, default=64,
+                          help=words("probe.validate.max_in_flight"))  # fmt: skip
     validate.add_argument(
-        "--qps", type=float, default=1.0, help="Server/Offline target rate (default 1)"
+        "--find-peak", action="store_true", help=words("probe.validate.find_peak")
     )
-    validate.add_argument(
-        "--preset", help="MLPerf model preset for TTFT/TPOT bounds, e.g. llama3_1-8b"
-    )
-    validate.add_argument("--ttft-ms", type=float, help="Server TTFT p99 bound (default 2000)")
-    validate.add_argument("--tpot-ms", type=float, help="Server TPOT p99 bound (default 100)")
-    validate.add_argument("--min-duration", type=float, default=10.0, help="seconds (default 10)")
-    validate.add_argument("--min-queries", type=int, default=64, help="queries (default 64)")
-    validate.add_argument("--max-in-flight", type=int, default=64, help="concurrent requests cap")
-    validate.add_argument(
-        "--find-peak", action="store_true", help="Server: bisect for the peak rate"
-    )
-    validate.add_argument(
-        "--max-runs", type=int, default=5, help="--find-peak: most runs (default 5)"
-    )
-    validate.add_argument(
-        "--outdir", default="mlperf-logs", help="LoadGen log folder (default mlperf-logs)"
-    )
+    validate.add_argument("--max-runs", type=int, default=5, help=words("probe.validate.max_runs"))
+    validate.add_argument("--outdir", default="mlperf-logs", help=words("probe.validate.outdir"))
     validate.set_defaults(handler=run_validate)
     proxy = probes.add_parser(
-        "proxy", help="direct vs proxy: the burst signature of a buffering proxy",
-        description=PROXY_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "proxy", help=words("probe.proxy.help"), description=words("probe.proxy.description"),
+        raw_description=True,
     )  # fmt: skip
-    _request_arguments(proxy, old_spelling="--direct")
+    _request_arguments(proxy, words, old_spelling="--direct")
     via = proxy.add_mutually_exclusive_group(required=True)
-    via.add_argument("--proxy", help="base URL of the same service through the proxy")
+    via.add_argument("--proxy", help=words("probe.proxy.proxy"))
     via.add_argument("--via", dest="proxy", help=argparse.SUPPRESS)  # the old spelling
-    proxy.add_argument("--repeat", type=int, default=3, help="requests per path (default 3)")
+    proxy.add_argument("--repeat", type=int, default=3, help=words("probe.proxy.repeat"))
     proxy.set_defaults(handler=run_proxy)
     config = probes.add_parser(
-        "nginx-config", help="static analysis of an nginx config for token streaming",
-        description=CONFIG_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "nginx-config", help=words("probe.nginx_config.help"),
+        description=words("probe.nginx_config.description"), raw_description=True,
     )  # fmt: skip
-    config.add_argument("path", help="nginx.conf, a folder of configs, or saved `nginx -T` output")
-    config.add_argument(
-        "--worst-gap-ms", type=float, help="the longest silence seen (TTFT or gap) under load"
-    )
-    config.add_argument("--json", action="store_true", help="print one JSON object")
-    lang_argument(config, "the locations and findings")
+    config.add_argument("path", help=words("probe.nginx_config.path"))
+    config.add_argument("--worst-gap-ms", type=float, help=words("probe.nginx_config.worst_gap_ms"))
+    config.add_argument("--json", action="store_true", help=words("json"))
+    lang_argument(config, words, "probe.nginx_config.shown")
     config.set_defaults(handler=run_nginx_config)
     metrics = probes.add_parser(
-        "metrics", help="vLLM's /metrics: KV cache, preemptions, queue, server-side TTFT/ITL",
-        description=METRICS_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "metrics", help=words("probe.metrics.help"), description=words("probe.metrics.description"),
+        raw_description=True,
     )  # fmt: skip
     source = metrics.add_mutually_exclusive_group(required=True)
-    source.add_argument(
-        "--target", help="base URL of the server (its /metrics is read) or the /metrics URL"
-    )
+    source.add_argument("--target", help=words("probe.metrics.target"))
     # The old spelling, kept for the scripts that use it (docs/cli.md), out of --help.
     source.add_argument("--url", dest="target", help=argparse.SUPPRESS)
-    source.add_argument("--file", help="a saved /metrics text")
-    metrics.add_argument(
-        "--timeout", type=seconds, default=10.0, help="seconds to wait (default 10)"
-    )
-    metrics.add_argument("--save", metavar="FILE", help="also write the raw /metrics text to FILE")
-    metrics.add_argument(
-        "--since", metavar="FILE",
-        help="a /metrics text saved earlier (--save, or curl): report what changed since then "
-        "(requests, preemptions and their rate, tokens, server-side TTFT/ITL/queue/prefill/decode "
-        "means of that window)",
-    )  # fmt: skip
-    metrics.add_argument("--json", action="store_true", help="print one JSON object")
-    lang_argument(metrics, "what was read, one fact a line")
+    source.add_argument("--file", help=words("probe.metrics.file"))
+    metrics.add_argument("--timeout", type=seconds, default=10.0, help=words("seconds_to_wait_10"))
+    metrics.add_argument("--save", metavar="FILE", help=words("probe.metrics.save"))
+    metrics.add_argument("--since", metavar="FILE", help=words("probe.metrics.since"))
+    metrics.add_argument("--json", action="store_true", help=words("json"))
+    lang_argument(metrics, words, "probe.metrics.shown")
     metrics.set_defaults(handler=run_metrics)
     endpoints = probes.add_parser(
-        "endpoints", help="health, version, models, auth, completions vs chat",
-        description="Check the entry point: /health, /version, /v1/models (model, max_model_len), "
-        "whether the API key is needed and accepted (never printed), and whether /v1/completions "
-        "and /v1/chat/completions answer (a missing chat template is recognised).",
+        "endpoints", help=words("probe.endpoints.help"),
+        description=words("probe.endpoints.description"),
     )  # fmt: skip
-    endpoints.add_argument("--target", required=True, help="base URL of the server")
+    endpoints.add_argument("--target", required=True, help=words("probe.endpoints.target"))
     endpoints.add_argument(
-        "--timeout", type=seconds, default=10.0, help="seconds to wait (default 10)"
+        "--timeout", type=seconds, default=10.0, help=words("seconds_to_wait_10")
     )
-    endpoints.add_argument("--api-key-env", help="environment variable holding the API key")
-    endpoints.add_argument("--json", action="store_true", help="print one JSON object")
-    lang_argument(endpoints, "what was found, one fact a line")
+    endpoints.add_argument("--api-key-env", help=words("api_key_env"))
+    endpoints.add_argument("--json", action="store_true", help=words("json"))
+    lang_argument(endpoints, words, "probe.endpoints.shown")
     endpoints.set_defaults(handler=run_endpoints)
     log = probes.add_parser(
-        "vllm-log", help="read a vLLM start-up/runtime log (any era, any prefix)",
-        description="Read a vLLM log (a file, or standard input with '-'), or several replicas' "
-        "logs at once (a folder of them, or several pods' `kubectl logs --prefix` in one file, "
-        "told apart by their [pod/NAME/CONTAINER] prefixes: each replica is read on its own, "
-        "listed under 'replicas', and the settings that differ between them under "
-        "'differing_args'): KV cache size and "
-        "concurrency, GPU blocks, TP/PP, max_model_len, batch limits, chunked prefill, enforce_eager, "
-        "the periodic stats lines, preemptions, and known errors (OOM, KV cache smaller than "
-        "max_model_len in all three wordings, chat template, chunked-prefill budget, TP heads). "
-        "Every era from 2023 V0 to 0.34, any line prefix; the engine generation from each era's marks; "
-        "arguments also from a pasted `vllm serve`/api_server command line, a Kubernetes manifest or "
-        "a Namespace(...) dump; several runs in one paste are told apart, listed under 'runs', and "
-        "the last one is reported. What is skipped or unreadable is in 'notes'. Reads line by "
-        "line: a 1 GB log stays in bounded memory.",
-    )  # fmt: skip
-    log.add_argument(
-        "file", nargs="?", default="-",
-        help="the log file, a folder of replicas' logs, or - for standard input",
-    )  # fmt: skip
-    log.add_argument("--json", action="store_true", help="print one JSON object")
-    lang_argument(log, "what was read as sentences")
+        "vllm-log",
+        help=words("probe.vllm_log.help"),
+        description=words("probe.vllm_log.description"),
+    )
+    log.add_argument("file", nargs="?", default="-", help=words("probe.vllm_log.file"))
+    log.add_argument("--json", action="store_true", help=words("json"))
+    lang_argument(log, words, "probe.vllm_log.shown")
     log.set_defaults(handler=run_vllm_log)
-    probe_host.register(probes)
-    probe_fleet.register(probes)
-    probe_replicas.register(probes)
+    probe_host.register(probes, words)
+    probe_fleet.register(probes, words)
+    probe_replicas.register(probes, words)
 
 
-def _request_arguments(parser: argparse.ArgumentParser, old_spelling: str | None = None) -> None:
+def _request_arguments(parser: argparse.ArgumentParser, words: Words,
+                       old_spelling: str | None = None) -> None:  # fmt: skip
     url = parser.add_mutually_exclusive_group(required=True)
-    url.add_argument("--target", help="base URL of the server, e.g. http://127.0.0.1:8000")
+    url.add_argument("--target", help=words("probe.request.target"))
     if old_spelling:
         # Kept for the scripts that use it (docs/cli.md), out of --help and of the usage line.
         url.add_argument(old_spelling, dest="target", help=argparse.SUPPRESS)
-    parser.add_argument("--model", help="model id (default: the first one /v1/models lists)")
+    parser.add_argument("--model", help=words("probe.request.model"))
     parser.add_argument("--endpoint", choices=["completions", "chat"], default="completions")
+    parser.add_argument("--input-tokens", type=int, default=32,
+                        help=words("probe.request.input_tokens"))  # fmt: skip
     parser.add_argument(
-        "--input-tokens", type=int, default=32, help="prompt length in words (default 32)"
+        "--max-tokens", type=int, default=64, help=words("probe.request.max_tokens")
     )
-    parser.add_argument("--max-tokens", type=int, default=64, help="output length (default 64)")
     parser.add_argument(
-        "--timeout", type=seconds, default=60.0, help="read timeout in seconds (default 60)"
+        "--timeout", type=seconds, default=60.0, help=words("probe.request.timeout")
     )
-    parser.add_argument("--api-key-env", help="environment variable holding the API key")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    lang_argument(parser, "the report")
+    parser.add_argument("--api-key-env", help=words("api_key_env"))
+    parser.add_argument("--json", action="store_true", help=words("json"))
+    lang_argument(parser, words, "probe.request.shown")
 
 
 def _check(args: argparse.Namespace, *positive: str) -> None:
@@ -259,9 +148,9 @@ def _check(args: argparse.Namespace, *positive: str) -> None:
     for name in ("input_tokens", "max_tokens", *positive):
         value = getattr(args, name)
         if value is not None and value < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+            raise UsageError.said("error.at_least_1", flag=f"--{name.replace('_', '-')}")
     if not args.target.startswith(("http://", "https://")):
-        raise UsageError(f"--target must be an http(s) URL, got {args.target!r}")
+        raise UsageError.said("error.target_not_http", url=repr(args.target))
 
 
 def _print(
@@ -327,11 +216,11 @@ def run_load_command(args: argparse.Namespace) -> int:
     if args.warmup < 0:
         from wizard.errors import UsageError
 
-        raise UsageError("--warmup must be 0 or more")
+        raise UsageError.said("error.warmup")
     if args.duration is not None and args.duration <= 0:
         from wizard.errors import UsageError
 
-        raise UsageError("--duration must be positive")
+        raise UsageError.said("error.duration")
     requests = args.requests if args.duration is None and args.requests is not None else None
     if args.duration is None and requests is None:
         requests = 32
@@ -415,7 +304,9 @@ async def _metrics_text(url: str, timeout_s: float) -> str:
         try:
             status, text = await fetch(client, "GET", url)
         except httpx.TimeoutException:
-            raise WizardError(f"{url} did not answer within {timeout_s:g} s") from None
+            raise WizardError.said(
+                "error.no_answer_within", url=url, seconds=f"{timeout_s:g}"
+            ) from None
         except httpx.HTTPError as exc:
             raise WizardError.said(
                 "error.cannot_read", path=url, why=explain_texts(exc, url)
@@ -423,7 +314,7 @@ async def _metrics_text(url: str, timeout_s: float) -> str:
         except BoundedRequestError as exc:
             raise WizardError(str(exc)) from None
     if status != 200:
-        raise WizardError(f"{url} answered HTTP {status}")
+        raise WizardError.said("error.answered_http", url=url, status=status)
     return text
 
 
@@ -445,16 +336,18 @@ def run_validate(args: argparse.Namespace) -> int:
 
     _check(args, "min_queries", "max_in_flight", "max_runs")
     if args.qps <= 0 or args.min_duration <= 0:
-        raise UsageError("--qps and --min-duration must be positive")
+        raise UsageError.said("error.qps_duration")
     ttft, tpot = 2000.0, 100.0
     if args.preset:
         if args.preset not in PRESETS:
-            raise UsageError(f"unknown preset {args.preset!r}; choose one of: {', '.join(PRESETS)}")
+            raise UsageError.said(
+                "error.unknown_preset", preset=repr(args.preset), presets=", ".join(PRESETS)
+            )
         ttft, tpot = PRESETS[args.preset]
     ttft = args.ttft_ms or ttft
     tpot = args.tpot_ms or tpot
     if args.find_peak and args.scenario != "Server":
-        raise UsageError("--find-peak applies to the Server scenario only")
+        raise UsageError.said("error.find_peak")
     api_key = api_key_from_env(args.api_key_env)
     headers = auth_headers(api_key)
 
@@ -551,7 +444,7 @@ def run_metrics(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError.cannot_read(path, exc) from None
         if not text.strip():
-            raise WizardError(f"{path} is empty")
+            raise WizardError.said("error.empty_file", path=path)
         return text
 
     before = parse(read_text(args.since)) if args.since else None
@@ -566,7 +459,7 @@ def run_metrics(args: argparse.Namespace) -> int:
         try:
             Path(args.save).write_text(text, encoding="utf-8")
         except OSError as exc:
-            raise UsageError(f"cannot write {args.save}: {exc.strerror}") from None
+            raise UsageError.os_said("error.cannot_write", exc, path=args.save) from None
     snapshot = now.to_dict()
     if before is not None:
         # The saved file's modification time is when it was scraped (--save, or curl -o).
@@ -635,7 +528,7 @@ def run_vllm_log(args: argparse.Namespace) -> int:
         try:
             report = vllm_logs.read_path(args.file)
         except WizardError as exc:  # as a file that cannot be read: a usage error
-            raise UsageError(str(exc)) from None
+            raise UsageError(str(exc), exc.texts) from None
     else:
         with text_input(args.file) as handle:
             report = vllm_logs.read_stream(handle, args.file)

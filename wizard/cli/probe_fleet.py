@@ -3,48 +3,33 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wizard.cli.inputs import chosen_language, lang_argument, seconds
 
-FLEET_DESCRIPTION = """\
-Read vLLM's metrics for every replica Prometheus scrapes (the instance label), over the incident
-window: requests and their share, waiting requests (average and peak), preemptions (increase over
-the window, never the lifetime counter), KV-cache peak, and server-side TTFT, ITL and queue-time
-percentiles quoted with the bucket they fall in ("p95 between 10 and 25 ms": a histogram knows no
-more; histogram_quantile's interpolation is shown only as a hint). Both vLLM metric generations are
-read. A replica differs when it stands out from the others by more than three times their own
-spread (never less than the signal's resolution: Poisson noise of a count, a gauge's fluctuation,
-one whole bucket for a percentile); the one to look at is named with its URL from Prometheus'
-targets. Exit status: 0 when no replica differs, 1 when one does, 2 on usage errors, and 1 with
-one line when Prometheus cannot be read."""
+if TYPE_CHECKING:
+    from wizard.words_cli import Words
 
 
-def register(probes: Any) -> None:
+def register(probes: Any, words: Words) -> None:
     """Add ``fleet`` to the ``probe`` sub-commands."""
     fleet = probes.add_parser(
-        "fleet", help="every replica through Prometheus: who differs, and why",
-        description=FLEET_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "fleet", help=words("probe.fleet.help"), description=words("probe.fleet.description"),
+        raw_description=True,
     )  # fmt: skip
-    fleet_arguments(fleet, required=True)
-    fleet.add_argument("--timeout", type=seconds, default=30.0, help="seconds to wait (default 30)")
-    fleet.add_argument("--json", action="store_true", help="print one JSON object")
-    lang_argument(fleet, "the replicas and who differs")
+    fleet_arguments(fleet, words, required=True)
+    fleet.add_argument("--timeout", type=seconds, default=30.0, help=words("probe.fleet.timeout"))
+    fleet.add_argument("--json", action="store_true", help=words("json"))
+    lang_argument(fleet, words, "probe.fleet.shown")
     fleet.set_defaults(handler=run_fleet)
 
 
-def fleet_arguments(parser: argparse.ArgumentParser, required: bool) -> None:
+def fleet_arguments(parser: Any, words: Words, required: bool) -> None:
     """--prometheus, --window and --job (shared with ``run``)."""
-    parser.add_argument(
-        "--prometheus", required=required, metavar="URL",
-        help="base URL of the Prometheus server that scrapes the replicas",
-    )  # fmt: skip
-    parser.add_argument(
-        "--window", default="5m", help="the incident window, a Prometheus duration (default 5m)"
-    )
-    parser.add_argument(
-        "--job", help="only this scrape job (default: every job with vllm:* series)"
-    )
+    parser.add_argument("--prometheus", required=required, metavar="URL",
+                        help=words("fleet.prometheus"))  # fmt: skip
+    parser.add_argument("--window", default="5m", help=words("fleet.window"))
+    parser.add_argument("--job", help=words("fleet.job"))
 
 
 def read(args: argparse.Namespace) -> dict[str, Any]:

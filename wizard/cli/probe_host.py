@@ -3,53 +3,35 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wizard.cli.inputs import chosen_language, lang_argument
 
-HOST_DESCRIPTION = """\
-What the GPU host has: physical CPU cores against GPUs (vLLM wants at least 2 + N physical cores
-for N GPUs), the GPUs and their memory (which sets vLLM's default token budget), whether they are
-linked by NVLink (tensor parallelism over PCIe is slow), and CUDA_VISIBLE_DEVICES.
-
-Without --host-evidence it looks at this machine (psutil; NVML through nvidia-ml-py, else nvidia-smi).
-When the wizard runs elsewhere, collect the files on the GPU host and hand over the folder; each
-file is recognised by its content, so any names do:
-
-  lscpu > lscpu.txt
-  nvidia-smi topo -m > topo.txt
-  nvidia-smi --query-gpu=name,memory.total --format=csv > gpus.csv   (or nvidia-smi -L)
-  env | grep CUDA_VISIBLE_DEVICES > env.txt                           (only this variable is read)
-  cp /path/to/vllm.log .                                              (optional)
-
-What cannot be known is reported as unknown with a hint, never as an error."""
+if TYPE_CHECKING:
+    from wizard.words_cli import Words
 
 
-def register(probes: Any) -> None:
+def register(probes: Any, words: Words) -> None:
     """Add ``host`` and ``topology`` to the ``probe`` sub-commands."""
     host = probes.add_parser(
-        "host", help="GPU host: cores vs GPUs, NVLink, CUDA_VISIBLE_DEVICES",
-        description=HOST_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "host", help=words("probe.host.help"), description=words("probe.host.description"),
+        raw_description=True,
     )  # fmt: skip
-    host.add_argument(
-        "--host-evidence", metavar="DIR", help="folder of files collected on the GPU host"
-    )
+    host.add_argument("--host-evidence", metavar="DIR", help=words("probe.host.host_evidence"))
     # The old spelling, kept for the scripts that use it (docs/cli.md), out of --help.
     host.add_argument("--evidence", dest="host_evidence", help=argparse.SUPPRESS)
-    host.add_argument("--json", action="store_true", help="print one JSON object")
-    lang_argument(host, "what was found as sentences")
+    host.add_argument("--json", action="store_true", help=words("json"))
+    lang_argument(host, words, "probe.host.shown")
     host.set_defaults(handler=run_host)
     topology = probes.add_parser(
-        "topology", help="read `nvidia-smi topo -m` output: GPUs and NVLink pairs",
-        description="Read saved `nvidia-smi topo -m` output (a file, or - for standard input, so a "
-        "paste works) and say which GPU pairs are linked by NVLink (NV#) and which go over PCIe "
-        "(PIX, PXB, PHB, NODE, SYS). --visible 0,1 restricts the verdict to the GPUs vLLM sees. "
-        "Indented, quoted, wrapped or twice-pasted tables are read; repairs are listed as notes.",
-    )  # fmt: skip
-    topology.add_argument("file", nargs="?", default="-", help="the saved output, or - for stdin")
-    topology.add_argument("--visible", metavar="IDS", help="CUDA_VISIBLE_DEVICES of the server")
-    topology.add_argument("--json", action="store_true", help="print one JSON object")
-    lang_argument(topology, "the GPUs and their links")
+        "topology",
+        help=words("probe.topology.help"),
+        description=words("probe.topology.description"),
+    )
+    topology.add_argument("file", nargs="?", default="-", help=words("probe.topology.file"))
+    topology.add_argument("--visible", metavar="IDS", help=words("probe.topology.visible"))
+    topology.add_argument("--json", action="store_true", help=words("json"))
+    lang_argument(topology, words, "probe.topology.shown")
     topology.set_defaults(handler=run_topology)
 
 

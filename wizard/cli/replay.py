@@ -5,56 +5,36 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from wizard.cli.inputs import SALVAGE_HELP, transcript_input
+from wizard.cli.inputs import language, transcript_input
 
-REPLAY_DESCRIPTION = """\
-Verify a transcript's hash chain (an edit or a truncation is reported with its line, exit 1) and
-show every step with the same renderers as the live walk. Nothing touches the network, unless
---rerun repeats the recorded measurements now (against the recorded target, or --target) and shows
-how each segment moved since."""
-EXIT_STATUS = """\
-Exit status: 0 shown (with --salvage also when a damaged tail was left out); 1 the transcript
-cannot be trusted or read (the line is named; --salvage may keep what precedes it); 2 usage
-errors."""
+if TYPE_CHECKING:
+    from wizard.words_cli import Words
 
 
-EXPORT_DESCRIPTION = """\
-Write the incident summary, the answer first: the root cause (finding id and title), the symptom
-in numbers, the one change and its effect as the walk measured it; then the incident's first
-rounds beside the final ones, every round (failed ones too), findings, evidence and the audit.
-md pastes into a ticket, html is one self-contained page with charts, json is the model for
-scripts, text is at most 15 plain lines for an incident channel."""
-
-
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, words: Words) -> None:
     """Add ``replay`` and ``export``."""
     replay = subparsers.add_parser(
-        "replay", help="show a saved session", description=REPLAY_DESCRIPTION, epilog=EXIT_STATUS,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "replay", help=words("replay.help"), description=words("replay.description"),
+        epilog=words("replay.exit_status"), raw_description=True,
     )  # fmt: skip
     replay.add_argument("transcript")
-    replay.add_argument("--salvage", action="store_true", help=SALVAGE_HELP)
-    replay.add_argument("--lang", choices=["en", "zh"], help="language (default: the session's)")
-    replay.add_argument("--rerun", action="store_true", help="repeat the recorded measurements now")
-    replay.add_argument(
-        "--target", help="with --rerun: measure this base URL instead of the recorded one"
-    )
-    replay.add_argument(
-        "--api-key-env", help="environment variable holding the API key (for --rerun)"
-    )
+    replay.add_argument("--salvage", action="store_true", help=words("salvage"))
+    replay.add_argument("--lang", choices=["en", "zh"], help=words("replay.lang"))
+    replay.add_argument("--rerun", action="store_true", help=words("replay.rerun"))
+    replay.add_argument("--target", help=words("replay.target"))
+    replay.add_argument("--api-key-env", help=words("replay.api_key_env"))
     replay.set_defaults(handler=replay_command)
     export = subparsers.add_parser(
-        "export", help="write the incident summary (md, html, json, text)",
-        description=EXPORT_DESCRIPTION, epilog=EXIT_STATUS,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "export", help=words("export.help"), description=words("export.description"),
+        epilog=words("replay.exit_status"), raw_description=True,
     )  # fmt: skip
     export.add_argument("transcript")
-    export.add_argument("--salvage", action="store_true", help=SALVAGE_HELP)
+    export.add_argument("--salvage", action="store_true", help=words("salvage"))
     export.add_argument("--format", choices=["md", "html", "json", "text"], default="md")
-    export.add_argument("-o", "--output", help="file to write (default: standard output)")
-    export.add_argument("--lang", choices=["en", "zh"], help="language (default: the session's)")
+    export.add_argument("-o", "--output", help=words("export.output"))
+    export.add_argument("--lang", choices=["en", "zh"], help=words("replay.lang"))
     export.set_defaults(handler=export_command)
 
 
@@ -62,13 +42,16 @@ def replay_command(args: argparse.Namespace) -> int:
     """Verify and render; optionally re-measure."""
     from wizard.render import console
     from wizard.render_events import render_event
+    from wizard.words import say
 
     loaded = transcript_input(args)
     lang = args.lang or loaded.header.get("lang", "en")
     screen = console()
-    screen.print(f"{loaded.path}: verified, {len(loaded.events)} events, target {loaded.header.get('target')}"
-                 + ("" if loaded.complete else " (incomplete: continue it with 'latency-wizard resume')"),
-                 markup=False)  # fmt: skip
+    heading = say("replay.heading", lang, path=loaded.path, n=len(loaded.events),
+                  target=loaded.header.get("target"))  # fmt: skip
+    screen.print(
+        heading + ("" if loaded.complete else say("replay.incomplete", lang)), markup=False
+    )
     for event in loaded.events:
         renderable = render_event(event, lang, replay=True)
         if renderable is not None:
@@ -120,6 +103,7 @@ def export_command(args: argparse.Namespace) -> int:
     from wizard import report
     from wizard.errors import UsageError
     from wizard.terminal import printable
+    from wizard.words import say
 
     loaded = transcript_input(args)
     model = report.build(loaded, args.lang or loaded.header.get("lang", "en"))
@@ -147,6 +131,6 @@ def export_command(args: argparse.Namespace) -> int:
     try:
         Path(args.output).write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
-    print(f"wrote {args.output}")
+        raise UsageError.os_said("error.cannot_write", exc, path=args.output) from None
+    print(say("note.wrote", language(), path=args.output))
     return 0

@@ -6,150 +6,72 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from wizard.cli.inputs import SALVAGE_HELP, check_base_url, seconds, transcript_input
+from wizard.cli.inputs import check_base_url, language, seconds, transcript_input
 
-RUN_DESCRIPTION = """\
-Walk the diagnosis (baseline, entry point, resources/KV cache/scheduling, parallelism/start-up,
-nginx, validation, closing audit) against a vLLM server, optionally behind a proxy. Every step says
-why it matters, what was measured and what it means; a finding proposes ONE change, and after it is
-applied the wizard measures again with the same spec and compares with the baseline.
-
-Who answers: a person at the terminal (default), --answers FILE (YAML keyed by question id and
-finding code), or --auto (evidence and defaults, never prompts, applies nothing it does not own).
-The transcript (append-only, hash-chained, 0600) is written as the walk goes; Ctrl-C keeps it and
-prints how to resume. The API key is read from $VLLM_API_KEY (then $OPENAI_API_KEY), never a flag.
-
-Exit status (also the `end` event's "outcome" in the transcript, and `export --format json`):
-  0  the walk completed and no cause remains (none found, or each fix proven by its own evidence)
-  3  the walk completed and a cause remains (a warn or fail finding not shown gone)
-  4  the walk completed but nothing could be measured (no round succeeded, nothing found)
-  1  the walk could not complete (an error, or a different server when resuming)
-  2  usage errors; 130 interrupted (the transcript is kept; resume it)"""
-EPILOG = """\
-examples:
-  latency-wizard run --target http://127.0.0.1:8000
-  latency-wizard run --target http://vllm:8000 --proxy https://llm.example.com --auto
-  latency-wizard run --target http://vllm:8000 --vllm-log vllm.log --host-evidence gpu-host/
-  latency-wizard run --prometheus http://prometheus:9090 --job vllm --window 15m --auto
-  latency-wizard resume transcripts/20261202T101500Z-vllm-8000.ndjson --auto"""
+if TYPE_CHECKING:
+    from wizard.words_cli import Words
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, words: Words) -> None:
     """Add ``run`` and ``resume``."""
     from wizard.cli import probe_fleet
 
     run = subparsers.add_parser(
-        "run", help="walk the diagnosis against a server", description=RUN_DESCRIPTION, epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "run", help=words("run.help"), description=words("run.description"),
+        epilog=words("run.epilog"), raw_description=True,
     )  # fmt: skip
-    run.add_argument(
-        "--target",
-        help="base URL of vLLM, e.g. http://127.0.0.1:8000 (with --prometheus: default the replica "
-        "that differs from the rest)",
-    )
-    run.add_argument("--proxy", help="base URL of the same service through the proxy (nginx)")
-    run.add_argument(
-        "--nginx-conf", help="the proxy's config: nginx.conf, a folder, or saved `nginx -T` output"
-    )
-    run.add_argument(
-        "--replica", action="append", metavar="URL",
-        help="a replica behind --proxy (repeat it): each is measured directly against the proxy's "
-        "path (default: the nginx upstream in --nginx-conf, else Prometheus' targets)",
-    )  # fmt: skip
-    run.add_argument(
-        "--vllm-log",
-        metavar="FILE",
-        help="the server's log (any vLLM era): start-up config, KV cache, timings and errors. With "
-        "it, a server that failed to start is diagnosed from its log. Several replicas: a folder "
-        "of their logs, or `kubectl logs --prefix` of their pods in one file",
-    )
-    run.add_argument(
-        "--host-evidence",
-        metavar="DIR",
-        help="files collected on the GPU host (lscpu, nvidia-smi topo -m, GPU list, env, the log); "
-        "see 'latency-wizard probe host --help'",
-    )
-    workload_arguments(run)
-    fleet = run.add_argument_group(
-        "fleet", "read every replica through Prometheus first (see 'probe fleet --help')"
-    )
-    probe_fleet.fleet_arguments(fleet, required=False)
-    run.add_argument(
-        "--transcript",
-        help="where to write the transcript (default: transcripts/<time>-<target>.ndjson)",
-    )
-    run.add_argument(
-        "--playbook", help="playbook YAML (default: the built-in vllm-latency playbook)"
-    )
-    run.add_argument(
-        "--timeout", type=seconds, default=60.0, help="read timeout per request in seconds"
-    )
-    run.add_argument("--api-key-env", help="environment variable holding the API key")
-    _operator_arguments(run)
+    run.add_argument("--target", help=words("run.target"))
+    run.add_argument("--proxy", help=words("run.proxy"))
+    run.add_argument("--nginx-conf", help=words("run.nginx_conf"))
+    run.add_argument("--replica", action="append", metavar="URL", help=words("run.replica"))
+    run.add_argument("--vllm-log", metavar="FILE", help=words("run.vllm_log"))
+    run.add_argument("--host-evidence", metavar="DIR", help=words("run.host_evidence"))
+    workload_arguments(run, words)
+    fleet = run.add_argument_group(words("run.fleet"), words("run.fleet.description"))
+    probe_fleet.fleet_arguments(fleet, words, required=False)
+    run.add_argument("--transcript", help=words("run.transcript"))
+    run.add_argument("--playbook", help=words("run.playbook"))
+    run.add_argument("--timeout", type=seconds, default=60.0, help=words("timeout_per_request"))
+    run.add_argument("--api-key-env", help=words("api_key_env"))
+    operator_arguments(run, words)
     run.set_defaults(handler=run_command)
     resume = subparsers.add_parser(
-        "resume", help="continue a walk that was interrupted",
-        description="Continue a session from its transcript (verified first) at the step it stopped in.",
-    )  # fmt: skip
-    resume.add_argument("transcript", help="the transcript of the interrupted session")
-    resume.add_argument(
-        "--salvage", action="store_true",
-        help=SALVAGE_HELP + "; the left-out bytes are moved to FILE.torn and the session continues "
-        "after the verified part",
-    )  # fmt: skip
-    resume.add_argument("--api-key-env", help="environment variable holding the API key")
-    for flag in ("--target", "--proxy"):
-        resume.add_argument(
-            flag, metavar="URL",
-            help=f"the session's {flag[2:]} again, with the user:password its transcript masked",
-        )  # fmt: skip
-    resume.add_argument(
-        "--timeout", type=seconds, default=60.0, help="read timeout per request in seconds"
+        "resume", help=words("resume.help"), description=words("resume.description")
     )
-    _operator_arguments(resume)
+    resume.add_argument("transcript", help=words("resume.transcript"))
+    resume.add_argument("--salvage", action="store_true",
+                        help=words("resume.salvage", salvage=words("salvage")))  # fmt: skip
+    resume.add_argument("--api-key-env", help=words("api_key_env"))
+    for flag in ("--target", "--proxy"):
+        resume.add_argument(flag, metavar="URL", help=words("resume.url", name=flag[2:]))
+    resume.add_argument("--timeout", type=seconds, default=60.0, help=words("timeout_per_request"))
+    operator_arguments(resume, words)
     resume.set_defaults(handler=resume_command)
 
 
-def workload_arguments(parser: argparse.ArgumentParser) -> None:
+def workload_arguments(parser: argparse.ArgumentParser, words: Words) -> None:
     """The incident's request shape (P1.1): every round of the walk is measured with it."""
-    shape = parser.add_argument_group(
-        "the incident's workload",
-        "the request shape the service really gets; every round uses it (the baselines, their "
-        "repeats and LoadGen whole, the load round at twice its concurrency, the long-prompt and "
-        "shared-prefix rounds its model and API). Without it: 64 words in, 64 tokens out, 4 "
-        "streams, and the API the server answers (asked when it answers both)",
+    shape = parser.add_argument_group(words("workload"), words("workload.description"))
+    shape.add_argument("--model", help=words("workload.model"))
+    shape.add_argument(
+        "--endpoint", choices=["completions", "chat"], help=words("workload.endpoint")
     )
-    shape.add_argument("--model", help="the model id requests name (default: the first served)")
-    shape.add_argument(
-        "--endpoint", choices=["completions", "chat"],
-        help="the API the service uses: /v1/completions or /v1/chat/completions",
-    )  # fmt: skip
-    shape.add_argument("--input-tokens", type=int, metavar="N", help="prompt length in words")
-    shape.add_argument(
-        "--output-tokens", "--max-tokens", dest="output_tokens", type=int, metavar="N",
-        help="output tokens per request (max_tokens, with vLLM's ignore_eos)",
-    )  # fmt: skip
-    shape.add_argument(
-        "--concurrency", type=int, metavar="N", help="requests in flight at once (streams)"
-    )
-    shape.add_argument(
-        "--request-body", metavar="FILE",
-        help="a JSON body the service receives (a `prompt` or a `messages` list), replayed as is: "
-        "streaming and usage are asked for so the stream can be timed and counted, and each "
-        "request's prompt begins with a word of its own (no request is served from another's "
-        "prefix cache)",
-    )  # fmt: skip
+    shape.add_argument("--input-tokens", type=int, metavar="N", help=words("workload.input_tokens"))
+    shape.add_argument("--output-tokens", "--max-tokens", dest="output_tokens", type=int,
+                       metavar="N", help=words("workload.output_tokens"))  # fmt: skip
+    shape.add_argument("--concurrency", type=int, metavar="N", help=words("workload.concurrency"))
+    shape.add_argument("--request-body", metavar="FILE", help=words("workload.request_body"))
 
 
-def _operator_arguments(parser: argparse.ArgumentParser) -> None:
+def operator_arguments(parser: argparse.ArgumentParser, words: Words) -> None:
+    """Who answers the walk's questions (--auto, --answers) and in which language (shared with
+    ``demo``)."""
     who = parser.add_mutually_exclusive_group()
-    who.add_argument("--auto", action="store_true", help="never prompt: evidence and defaults")
-    who.add_argument("--answers", help="YAML file of answers keyed by question id / finding code")
-    parser.add_argument(
-        "--lang", choices=["en", "zh"], help="language of the walk (default: from $LANG)"
-    )
+    who.add_argument("--auto", action="store_true", help=words("walk.auto"))
+    who.add_argument("--answers", help=words("walk.answers"))
+    parser.add_argument("--lang", choices=["en", "zh"], help=words("walk.lang"))
 
 
 def default_language() -> str:
@@ -171,7 +93,7 @@ def choose_operator(args: argparse.Namespace, playbook: Any, applier: Any = None
     if args.answers:
         return ScriptedOperator.from_file(Path(args.answers), playbook, applier)
     if not sys.stdin.isatty():
-        raise UsageError("no terminal to ask questions on: pass --auto or --answers FILE")
+        raise UsageError.said("error.no_terminal")
     return InteractiveOperator(applier)
 
 
@@ -228,21 +150,15 @@ def _read_fleet(args: argparse.Namespace) -> dict[str, Any] | None:
 
     if args.prometheus is None:
         if args.target is None:
-            raise UsageError("--target is required (or --prometheus to find the replica to walk)")
+            raise UsageError.said("error.target_required")
         return None
     report = probe_fleet.read(args)
     look_at = report["look_at"]
     if args.target is None:
         if look_at is None:
-            raise UsageError(
-                f"no replica differs from the rest over the last {args.window}: pass --target to walk "
-                "one (a replica or the service URL); 'latency-wizard probe fleet' shows them all"
-            )
+            raise UsageError.said("error.no_replica_differs", window=args.window)
         if look_at["url"] is None:
-            raise UsageError(
-                f"replica {look_at['instance']} differs, but Prometheus' targets give no URL for it: "
-                "pass --target"
-            )
+            raise UsageError.said("error.replica_no_url", instance=look_at["instance"])
         args.target = look_at["url"]
         print(
             f"fleet: walking {look_at['instance']} ({args.target}): {look_at['why']}",
@@ -257,15 +173,12 @@ def check_evidence_paths(args: argparse.Namespace) -> None:
 
     log, host, conf = args.vllm_log, args.host_evidence, args.nginx_conf
     if host and Path(host).exists() and not Path(host).is_dir():
-        raise UsageError(
-            f"--host-evidence {host} is a file: give the folder it is in, or a folder of files "
-            "collected on the GPU host (see 'latency-wizard probe host --help')"
-        )
+        raise UsageError.said("error.host_evidence_file", path=host)
     for flag, given in (("--vllm-log", log), ("--host-evidence", host), ("--nginx-conf", conf)):
         if given and not Path(given).exists():
-            raise UsageError(f"{flag} {given}: no such file or folder")
+            raise UsageError.said("error.flag_missing", flag=flag, path=given)
         if given and not os.access(given, os.R_OK):
-            raise UsageError(f"{flag} {given}: permission denied (it cannot be read)")
+            raise UsageError.said("error.flag_unreadable", flag=flag, path=given)
     if log and Path(log).is_dir():
         from wizard.errors import WizardError
         from wizard.probes.vllm_logs import log_files
@@ -273,7 +186,7 @@ def check_evidence_paths(args: argparse.Namespace) -> None:
         try:
             log_files(Path(log))
         except WizardError as exc:  # a folder of replicas' logs without any
-            raise UsageError(f"--vllm-log {exc}") from None
+            raise UsageError.said("error.flag_said", flag="--vllm-log", message=exc.texts) from None
 
 
 def _absolute(path: str | None) -> str | None:
@@ -326,7 +239,10 @@ def preflight(
         if log_tells:
             raise WizardError.said("error.log_hint", message=message, hint=log_hint)
         raise WizardError(message["en"], message)
-    print(f"{message['en']}; reading the server's log instead", file=sys.stderr)
+    from wizard.words import say
+
+    lang = language()
+    print(say("note.reading_log", lang, message=message.get(lang, message["en"])), file=sys.stderr)
 
 
 def _create(path: Path, header: dict[str, Any], redactor: Any) -> Any:
@@ -335,14 +251,16 @@ def _create(path: Path, header: dict[str, Any], redactor: Any) -> Any:
     from wizard import interrupt
     from wizard.errors import UsageError
     from wizard.transcript import TranscriptWriter
+    from wizard.words import WORDS
 
     try:
         with interrupt.held():
             return TranscriptWriter.create(path, header, redactor)
     except PermissionError:
-        raise UsageError(f"cannot write the transcript at {path}: permission denied") from None
+        raise UsageError.said("error.cannot_write_transcript", path=path,
+                              why=WORDS["oserror.EACCES"]) from None  # fmt: skip
     except OSError as exc:
-        raise UsageError(f"cannot write the transcript at {path}: {exc.strerror}") from None
+        raise UsageError.os_said("error.cannot_write_transcript", exc, path=path) from None
 
 
 def resume_command(args: argparse.Namespace) -> int:
@@ -351,18 +269,15 @@ def resume_command(args: argparse.Namespace) -> int:
     from wizard import transcript
     from wizard.auth import api_key_from_env, url_secrets
     from wizard.errors import UsageError
+    from wizard.words import texts
 
     loaded = transcript_input(args)
     if loaded.complete:
-        raise UsageError(
-            f"{args.transcript} is a completed session; see it with 'latency-wizard replay'"
-        )
+        raise UsageError.said("error.completed_session", path=args.transcript)
     header = {**loaded.header, **_unmasked_urls(loaded.header, args)}
     book = playbook_module.load(header.get("playbook_path") or playbook_module.DEFAULT_PLAYBOOK)
     if book.sha256 != header["playbook_sha256"]:
-        raise UsageError(
-            "the playbook changed since this session started; it cannot be resumed safely"
-        )
+        raise UsageError.said("error.playbook_changed")
     operator = choose_operator(args, book)
     api_key = api_key_from_env(args.api_key_env)
     lost = loaded.lost
@@ -370,8 +285,8 @@ def resume_command(args: argparse.Namespace) -> int:
     secrets = [api_key, *url_secrets(header["target"], header.get("proxy"))]
     writer = transcript.TranscriptWriter.resume(loaded, transcript.Redactor(secrets))
     if lost is not None:
-        note = f"salvaged: {lost.describe()}; those bytes are kept in {aside}"
-        writer.append("note", None, {"text": note})
+        said = texts("transcript.salvaged_note", lost=lost.said(), aside=aside)
+        writer.append("note", None, {"text": said["en"], "texts": said})
     args.lang = args.lang or header.get("lang")
     return execute(book, writer, operator, args, api_key, header, events=loaded.events)
 
@@ -386,12 +301,9 @@ def _unmasked_urls(header: dict[str, Any], args: argparse.Namespace) -> dict[str
     for key in ("target", "proxy"):
         recorded, given = header.get(key), getattr(args, key)
         if given is not None and without_userinfo(given) != recorded:
-            raise UsageError(f"--{key} is not the session's {key} ({recorded})")
+            raise UsageError.said("error.not_sessions_url", name=key, recorded=recorded)
         if given is None and recorded and f"://{MASK}@" in recorded:
-            raise UsageError(
-                f"the session's {key} {recorded} had credentials, masked in its transcript: give "
-                f"the URL again with --{key}"
-            )
+            raise UsageError.said("error.masked_url", name=key, recorded=recorded)
         if given is not None:
             urls[key] = given
     return urls

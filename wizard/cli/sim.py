@@ -6,169 +6,88 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-HELP = "serve the vLLM behaviour simulator (OpenAI API, /metrics, vLLM logs)"
-DESCRIPTION = """\
-Serve a simulator that behaves like vLLM wherever a latency diagnosis looks: the OpenAI-compatible
-API with vLLM's HTTP and SSE framing, /metrics with vLLM's names, vLLM's log lines, and an
-engine-step scheduler (running requests first, chunked prefill, KV blocks, RECOMPUTE preemption)
-so that queueing, preemption and TTFT/ITL trade-offs emerge from the configuration.
+if TYPE_CHECKING:
+    from wizard.words_cli import Words
 
---device cuda (default) behaves like vLLM 0.34 on a GPU; --device cpu like the CPU build of
-vLLM 0.32 as measured on a real server (128-token blocks, 'CPU KV cache' lines, its banner and its
-start-up failures). Engine flags are spelled as on 'vllm serve'. A scenario presets a fault;
-explicit flags override it. Ground truth (the emission time of every token) is served at
-GET /sim/trace."""
-EPILOG = """\
-examples:
-  latency-wizard sim                                  # healthy, on http://127.0.0.1:8000
-  latency-wizard sim --scenario kv-pressure --port 8001
-  latency-wizard sim --list-scenarios
-  VLLM_API_KEY=secret latency-wizard sim --scenario auth-required"""
 DEMO_API_KEY = "demo-key"
 
-# (flag, dest, type, help) for the engine knobs that take a value; None means "vLLM's default".
-VALUE_FLAGS: tuple[tuple[tuple[str, ...], str, type, str], ...] = (
-    (("--max-num-batched-tokens",), "max_num_batched_tokens", int, "token budget per engine step"),
-    (("--max-num-seqs",), "max_num_seqs", int, "most requests running at once"),
-    (("--max-model-len",), "max_model_len", int, "longest prompt + output (default 8192)"),
-    (("--num-gpu-blocks-override", "--num-gpu-blocks"), "num_gpu_blocks", int,
-     "KV-cache blocks (overrides the memory model)"),
-    (("--kv-cache-tokens",), "kv_cache_tokens", int, "KV-cache size in tokens (alternative to blocks)"),
-    (("--block-size",), "block_size", int,
-     "tokens per KV block (default 64 as vLLM 0.34 on GPU, 128 with --device cpu)"),
-    (("--tensor-parallel-size", "-tp"), "tensor_parallel_size", int, "tensor-parallel degree"),
-    (("--pipeline-parallel-size", "-pp"), "pipeline_parallel_size", int, "pipeline-parallel degree"),
-    (("--gpu-memory-utilization",), "gpu_memory_utilization", float,
-     "fraction of GPU memory for the engine (unset: 0.92)"),
-    (("--sse-keep-alive-interval",), "sse_keep_alive_interval", float,
-     "seconds between ': keep-alive' comments while a stream is idle (0 = off)"),
-    (("--gpu-memory-gib",), "gpu_memory_gib", float, "simulated device memory (default 80)"),
-    (("--gpu-memory-bandwidth",), "gpu_memory_bandwidth_gbps", float,
-     "simulated device memory bandwidth in GB/s, which decode steps read the KV cache at "
-     "(default 3350, an H100 SXM)"),
-    (("--nodes",), "nodes", int,
-     "hosts the tp x pp GPUs are spread over, evenly (default 1; --host-evidence shows one)"),
-    (("--kv-bytes-per-token",), "kv_bytes_per_token", int,
-     "KV-cache bytes per token of the simulated model (default 131072, Llama-3.1-8B in bf16)"),
-    (("--cpu-kvcache-space",), "cpu_kvcache_space_gib", float,
-     "--device cpu: GiB of KV cache, vLLM's VLLM_CPU_KVCACHE_SPACE (default 4)"),
-    (("--api-server-count",), "api_server_count", int,
-     "API server processes, each one core of the CPU work per request and token (default 1)"),
-    (("--log-stats-interval",), "log_stats_interval_s", float,
-     "seconds between 'Engine 000:' stats lines (VLLM_LOG_STATS_INTERVAL, default 10)"),
+# (flag, dest, type) for the engine knobs that take a value; None means "vLLM's default". Each
+# one's help is ``sim.DEST`` in wizard.words_cli.
+VALUE_FLAGS: tuple[tuple[tuple[str, ...], str, type], ...] = (
+    (("--max-num-batched-tokens",), "max_num_batched_tokens", int),
+    (("--max-num-seqs",), "max_num_seqs", int),
+    (("--max-model-len",), "max_model_len", int),
+    (("--num-gpu-blocks-override", "--num-gpu-blocks"), "num_gpu_blocks", int),
+    (("--kv-cache-tokens",), "kv_cache_tokens", int),
+    (("--block-size",), "block_size", int),
+    (("--tensor-parallel-size", "-tp"), "tensor_parallel_size", int),
+    (("--pipeline-parallel-size", "-pp"), "pipeline_parallel_size", int),
+    (("--gpu-memory-utilization",), "gpu_memory_utilization", float),
+    (("--sse-keep-alive-interval",), "sse_keep_alive_interval", float),
+    (("--gpu-memory-gib",), "gpu_memory_gib", float),
+    (("--gpu-memory-bandwidth",), "gpu_memory_bandwidth_gbps", float),
+    (("--nodes",), "nodes", int),
+    (("--kv-bytes-per-token",), "kv_bytes_per_token", int),
+    (("--cpu-kvcache-space",), "cpu_kvcache_space_gib", float),
+    (("--api-server-count",), "api_server_count", int),
+    (("--log-stats-interval",), "log_stats_interval_s", float),
 )  # fmt: skip
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, words: Words) -> None:
     """Add the ``sim`` subcommand."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "sim", help=HELP, description=DESCRIPTION, epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "sim", help=words("sim.help"), description=words("sim.description"),
+        epilog=words("sim.epilog"), raw_description=True,
     )  # fmt: skip
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
-    parser.add_argument("--port", type=int, default=8000, help="port (0 picks a free one)")
-    parser.add_argument(
-        "--scenario", default="healthy", help="named fault preset (see --list-scenarios)"
-    )
-    parser.add_argument("--list-scenarios", action="store_true",
-                        help="print every scenario and what a correct diagnosis finds")  # fmt: skip
-    parser.add_argument("--model", help="the model (a name or path, as on 'vllm serve')")
+    parser.add_argument("--host", default="127.0.0.1", help=words("sim.host"))
+    parser.add_argument("--port", type=int, default=8000, help=words("sim.port"))
+    parser.add_argument("--scenario", default="healthy", help=words("sim.scenario"))
+    parser.add_argument("--list-scenarios", action="store_true", help=words("sim.list_scenarios"))
+    parser.add_argument("--model", help=words("sim.model"))
     parser.add_argument("--served-model-name", dest="served_model_name",
-                        help="the name clients use (default: the model)")  # fmt: skip
-    parser.add_argument("--api-key", help="require this key on /v1 paths (default: $VLLM_API_KEY)")
-    parser.add_argument("--log-file", help="also write vLLM-formatted log lines to this file")
-    parser.add_argument("--quiet", action="store_true", help="do not copy log lines to stderr")
-    parser.add_argument(
-        "--host-evidence", metavar="DIR",
-        help="write the simulated GPU host's lscpu, nvidia-smi topo -m, GPU list and env into DIR "
-        "(for 'run --host-evidence DIR' and 'probe host --host-evidence DIR')",
-    )  # fmt: skip
+                        help=words("sim.served_model_name"))  # fmt: skip
+    parser.add_argument("--api-key", help=words("sim.api_key"))
+    parser.add_argument("--log-file", help=words("sim.log_file"))
+    parser.add_argument("--quiet", action="store_true", help=words("sim.quiet"))
+    parser.add_argument("--host-evidence", metavar="DIR", help=words("sim.host_evidence"))
     parser.add_argument("--host-cores", type=int, default=32, metavar="N",
-                        help="physical cores of the simulated host, in its lscpu (default 32)")  # fmt: skip
-    parser.add_argument(
-        "--host-visible-devices", metavar="IDS",
-        help="CUDA_VISIBLE_DEVICES in the simulated host's env (default: every GPU the layout uses)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--http", choices=["auto", "httptools", "h11"], default="auto",
-        help="uvicorn's HTTP implementation (default auto = httptools, as a stock vLLM installs "
-        "it). It changes what nginx does: httptools answers an HTTP/1.0 proxy request with a "
-        "chunked body, which nginx 1.22 passes on event by event even with proxy_buffering on; "
-        "h11 answers it with a close-delimited body, which nginx 1.22 buffers",
-    )  # fmt: skip
-    parser.add_argument(
-        "--device", choices=["cuda", "cpu"],
-        help="cuda (default): vLLM 0.34 on a GPU; cpu: the CPU build of vLLM 0.32 as measured",
-    )  # fmt: skip
-    engine = parser.add_argument_group("engine flags (as on 'vllm serve')")
-    for flags, dest, kind, text in VALUE_FLAGS:
-        engine.add_argument(*flags, dest=dest, type=kind, help=text)
+                        help=words("sim.host_cores"))  # fmt: skip
+    parser.add_argument("--host-visible-devices", metavar="IDS",
+                        help=words("sim.host_visible_devices"))  # fmt: skip
+    parser.add_argument("--http", choices=["auto", "httptools", "h11"], default="auto",
+                        help=words("sim.http"))  # fmt: skip
+    parser.add_argument("--device", choices=["cuda", "cpu"], help=words("sim.device"))
+    engine = parser.add_argument_group(words("sim.engine"))
+    for flags, dest, kind in VALUE_FLAGS:
+        engine.add_argument(*flags, dest=dest, type=kind, help=words(f"sim.{dest}"))
+    for flag in ("--enable-chunked-prefill", "--enable-prefix-caching", "--enforce-eager"):
+        dest = flag[2:].replace("-", "_")
+        engine.add_argument(flag, dest=dest, action=argparse.BooleanOptionalAction,
+                            help=words(f"sim.{dest}"))  # fmt: skip
+    engine.add_argument("--speculative-config", dest="speculative_config", type=_speculative_config,
+                        metavar="JSON", help=words("sim.speculative_config"))  # fmt: skip
+    for flag in ("--chat-template", "--completions-api"):
+        dest = flag[2:].replace("-", "_")
+        engine.add_argument(flag, dest=dest, action=argparse.BooleanOptionalAction,
+                            help=words(f"sim.{dest}"))  # fmt: skip
     engine.add_argument(
-        "--enable-chunked-prefill",
-        dest="enable_chunked_prefill",
-        action=argparse.BooleanOptionalAction,
-        help="chunked prefill (default on)",
+        "--interconnect", choices=["nvlink", "pcie"], help=words("sim.interconnect")
     )
-    engine.add_argument(
-        "--enable-prefix-caching",
-        dest="enable_prefix_caching",
-        action=argparse.BooleanOptionalAction,
-        help="reuse the KV blocks of a prompt's cached prefix (default on, as vLLM V1)",
-    )
-    engine.add_argument(
-        "--enforce-eager",
-        dest="enforce_eager",
-        action=argparse.BooleanOptionalAction,
-        help="no CUDA graphs: faster start, slower steps, more KV memory",
-    )
-    engine.add_argument(
-        "--speculative-config",
-        dest="speculative_config",
-        type=_speculative_config,
-        metavar="JSON",
-        help='speculative decoding, e.g. \'{"method": "ngram", "num_speculative_tokens": 3}\'; '
-        "the simulator-only key draft_acceptance_rate (default 0.7) says how often a draft is "
-        "right",
-    )
-    engine.add_argument(
-        "--chat-template",
-        dest="chat_template",
-        action=argparse.BooleanOptionalAction,
-        help="whether the tokenizer has a chat template (default yes)",
-    )
-    engine.add_argument(
-        "--completions-api",
-        dest="completions_api",
-        action=argparse.BooleanOptionalAction,
-        help="serve /v1/completions (default yes); --no-completions-api: a chat-only service, "
-        "whose /v1/completions answers 404",
-    )
-    engine.add_argument(
-        "--interconnect", choices=["nvlink", "pcie"], help="GPU link for TP all-reduce"
-    )
-    engine.add_argument(
-        "--x-accel-buffering-no",
-        dest="x_accel_buffering_no",
-        action="store_const",
-        const=True,
-        help="send 'X-Accel-Buffering: no' on streams (tells nginx not to buffer)",
-    )
-    engine.add_argument(
-        "--metrics-generation",
-        choices=["v1", "v0"],
-        help="metric names: v1 (current) or v0 (gpu_cache_usage_perc, ...)",
-    )
-    engine.add_argument("--disable-log-stats", dest="disable_log_stats", action="store_const", const=True,
-                        help="no vllm:* metrics and no stats line (as vLLM 0.34)")  # fmt: skip
-    engine.add_argument("--load-format", dest="load_format",
-                        help="accepted and logged as vLLM does (the simulator loads nothing)")  # fmt: skip
+    engine.add_argument("--x-accel-buffering-no", dest="x_accel_buffering_no",
+                        action="store_const", const=True, help=words("sim.x_accel_buffering_no"))  # fmt: skip
+    engine.add_argument("--metrics-generation", choices=["v1", "v0"],
+                        help=words("sim.metrics_generation"))  # fmt: skip
+    engine.add_argument("--disable-log-stats", dest="disable_log_stats", action="store_const",
+                        const=True, help=words("sim.disable_log_stats"))  # fmt: skip
+    engine.add_argument("--load-format", dest="load_format", help=words("sim.load_format"))
     parser.set_defaults(handler=run)
 
 
 ENGINE_DESTS = (
-    *(dest for _, dest, _, _ in VALUE_FLAGS),
+    *(dest for _, dest, _ in VALUE_FLAGS),
     "enable_chunked_prefill", "enable_prefix_caching", "enforce_eager", "chat_template",
     "completions_api", "interconnect", "x_accel_buffering_no", "metrics_generation", "disable_log_stats", "model",
     "served_model_name", "load_format", "device", "speculative_config",
@@ -258,8 +177,10 @@ def run(args: argparse.Namespace) -> int:
     api_key = args.api_key or os.environ.get("VLLM_API_KEY")
     if scenario.name == "auth-required" and not api_key:
         api_key = DEMO_API_KEY
-        print(f"latency-wizard sim: no key given; using the public demo key '{DEMO_API_KEY}' "
-              "(set VLLM_API_KEY to choose one)", file=sys.stderr)  # fmt: skip
+        from wizard.cli.inputs import language
+        from wizard.words import say
+
+        print(say("note.sim_demo_key", language(), demo_key=DEMO_API_KEY), file=sys.stderr)
     # What a user would have typed on `vllm serve` for this scenario, plus the explicit flags.
     preset = {key: value for key, value in scenario.changes.items() if key in ENGINE_DESTS}
     non_default = logged_args(config, preset, overrides, api_key, args.host, args.port)
@@ -273,8 +194,8 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             from wizard.errors import UsageError
 
-            raise UsageError(
-                f"cannot write host evidence to {args.host_evidence}: {exc.strerror}"
+            raise UsageError.os_said(
+                "error.cannot_write_host_evidence", exc, path=args.host_evidence
             ) from None
     streams: list[Any] = [] if args.quiet else [sys.stderr]
     log_file = None
@@ -285,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             from wizard.errors import UsageError
 
-            raise UsageError(f"cannot open log file {args.log_file}: {exc.strerror}") from None
+            raise UsageError.os_said("error.cannot_open_log", exc, path=args.log_file) from None
         streams.append(log_file)
     try:
         return serve(

@@ -156,10 +156,12 @@ def _apply_args(run: Run, text: str, line_number: int) -> None:
     if args is None:
         run.note(texts("lognote.args_unread", line=line_number))
         return
+    run.logged_args = {}
     for key in ARG_KEYS:
         if key in args and _plausible(key, value := args[key]):
             name = {"enable_chunked_prefill": "chunked_prefill"}.get(key, key)
             setattr(run, name, value)
+            run.logged_args[name] = value
 
 
 def _plausible(key: str, value: Any) -> bool:

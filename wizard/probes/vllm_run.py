@@ -60,6 +60,9 @@ class Run:
     chunked_prefill: bool | None = None
     enforce_eager: bool | None = None
     api_server_count: int | None = None  # only when given (vLLM's default: data_parallel_size)
+    # What the run's own `non-default args` line gave (these fields' names), None without one: the
+    # configuration as typed, which a refused start logs before vLLM checks it.
+    logged_args: dict[str, Any] | None = field(default=None, compare=False)
     preemptions_seen: bool = False
     preemption_mode: str | None = None
     stats: list[dict[str, Any]] = field(default_factory=list)

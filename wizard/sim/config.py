@@ -58,6 +58,16 @@ class StartupError(ConfigError):
         self.blocks_from_memory = blocks_from_memory
 
 
+class OutOfMemory(StartupError):
+    """The profile run asked the device for more memory than it has: PyTorch's CUDA OOM.
+
+    ``message`` is PyTorch's text (``facts/vllm.md`` §5); the engine core dies with it.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "engine_core")
+
+
 @dataclass(frozen=True)
 class StepCosts:
     """Step-time model constants, in milliseconds, for an 8B model on one data-centre GPU.
@@ -221,6 +231,9 @@ class SimConfig:
     activation_peak_gib: float = 1.5
     cuda_graph_gib: float = 0.8
     kv_bytes_per_token: int = 131072
+    # The model's vocabulary (Llama-3.1-8B's): vLLM's sampler warm-up holds float32 logits of
+    # max_num_seqs x vocab_size during the profile run, which is what too many sequences exceed.
+    vocab_size: int = 128256
     costs: StepCosts = StepCosts()
     cold_start: ColdStart = ColdStart()
     # --api-server-count: API server processes, each one core (wizard.sim.api_server); vLLM's
@@ -306,6 +319,7 @@ def resolve(config: SimConfig) -> Resolved:
     block_size = config.block_size or (CPU_BLOCK_SIZE if cpu else CUDA_BLOCK_SIZE)
     if cpu:
         return _resolve_cpu(config, budget, max_num_seqs, block_size)
+    _check_profile_run_fits(config, max_num_seqs)
     utilization = config.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
     num_blocks, kv_gib = _kv_cache_blocks(config, utilization, block_size)
     kv_tokens = num_blocks * block_size
@@ -399,6 +413,32 @@ def _resolve_cpu(config: SimConfig, budget: int, max_num_seqs: int, block_size: 
         usable_blocks=num_blocks - 1,
         kv_cache_memory_bytes=space,
     )
+
+
+def _check_profile_run_fits(config: SimConfig, max_num_seqs: int) -> None:
+    """The profile run's peak on one device: its weights, the activations, and the sampler
+    warm-up's float32 logits for max_num_seqs dummy requests; past the device's memory PyTorch
+    raises its CUDA out-of-memory error (before the KV cache is sized)."""
+    ranks = config.tensor_parallel_size * config.pipeline_parallel_size
+    held = config.weights_gib / ranks + config.activation_peak_gib
+    logits = max_num_seqs * config.vocab_size * 4 / GIB
+    if held + logits <= config.gpu_memory_gib:
+        return
+    free = max(config.gpu_memory_gib - held, 0.0)
+    raise OutOfMemory(
+        f"CUDA out of memory. Tried to allocate {_torch_size(logits)}. GPU 0 has a total capacity "
+        f"of {_torch_size(config.gpu_memory_gib)} of which {_torch_size(free)} is free. Including "
+        f"non-PyTorch memory, this process has {_torch_size(config.gpu_memory_gib - free)} memory "
+        f"in use. Of the allocated memory {_torch_size(held)} is allocated by PyTorch, and "
+        f"{_torch_size(0.0)} is reserved by PyTorch but unallocated. If reserved but unallocated "
+        "memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+        "fragmentation."
+    )
+
+
+def _torch_size(gib: float) -> str:
+    """PyTorch's ``format_size``: GiB from one GiB up, MiB below it, two decimals."""
+    return f"{gib:.2f} GiB" if gib >= 1 else f"{gib * 1024:.2f} MiB"
 
 
 def _kv_bytes_per_token_per_rank(config: SimConfig) -> float:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from wizard.errors import ConfigError
-from wizard.sim.config import Resolved, SimConfig, StartupError, resolve
+from wizard.sim.config import OutOfMemory, Resolved, SimConfig, StartupError, resolve
 from wizard.sim.engine import Engine
 from wizard.sim.metrics import SimMetrics, cache_config_labels
 from wizard.sim.server import SimServer
@@ -116,6 +116,12 @@ def cache_info(config: SimConfig, resolved: Resolved) -> dict[str, str]:
 def _log_refusal(log: VllmLog, config: SimConfig, exc: StartupError) -> None:
     """What vLLM writes when it refuses to start: 0.34's one line, or 0.32's tracebacks."""
     if config.device != "cpu":
+        if isinstance(exc, OutOfMemory):  # the model was loaded; the profile run ran out
+            log.engine_config(config)
+            load_s = config.cold_start.checkpoint_read_s * config.tensor_parallel_size
+            log.weights_loaded(config, load_s)
+            log.out_of_memory(config, str(exc))
+            return
         log.fatal(str(exc))
         return
     if exc.stage == "api_server":  # pydantic refuses the arguments; no engine core is started

@@ -261,4 +261,4 @@ def get_scenario(name: str) -> Scenario:
         return SCENARIOS[name]
     except KeyError:
         names = ", ".join(SCENARIOS)
-        raise UsageError(f"unknown scenario {name!r}; choose one of: {names}") from None
+        raise UsageError.said("error.unknown_scenario", name=repr(name), names=names) from None

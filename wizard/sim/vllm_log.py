@@ -391,6 +391,20 @@ class VllmLog:
             f"EngineCore failed to start.\nValueError: {message}",
         )
 
+    def out_of_memory(self, config: SimConfig, message: str) -> None:
+        """0.34 (GPU): PyTorch's CUDA OOM in the profile run; the rank that ran out says it (a
+        worker of its own, ``Worker_TP0``, with tensor parallelism), then the engine core and the
+        API server give up."""
+        rank = "Worker_TP0" if config.tensor_parallel_size > 1 else "EngineCore"
+        self.line("EngineCore", "ERROR", "core.py:1046", "EngineCore failed to start.")
+        self.line(rank, "ERROR", "core.py:1046", f"torch.OutOfMemoryError: {message}")
+        self.raw(
+            [
+                "RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+                "proc(s): {'EngineCore': 1}",
+            ]
+        )
+
     def scheduler_config_refused(self, message: str) -> None:
         """0.32 (CPU): the API server's pydantic check refuses the arguments (no engine exists)."""
         self.raw([
