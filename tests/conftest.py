@@ -247,12 +247,28 @@ class RealVllmPool:
     def stop(self) -> None:
         for server in [*self.servers.values(), *([self.current] if self.current else [])]:
             server.stop()
+        self.current = None
+
+
+POOL = pytest.StashKey[RealVllmPool]()
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop the real server once the real tier is done on this worker: under xdist the worker
+    goes on with other tests, which a busy-polling server beside them would slow down."""
+    pool = item.config.stash.get(POOL, None)
+    ends_tier = nextitem is None or nextitem.get_closest_marker("real_vllm") is None
+    if pool is not None and item.get_closest_marker("real_vllm") is not None and ends_tier:
+        pool.stop()
 
 
 @pytest.fixture(scope="session")
-def real_vllm_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealVllmPool]:
+def real_vllm_pool(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealVllmPool]:
     vllm_python()  # skip (or fail under WIZARD_REQUIRE_REAL_VLLM=1) before anything starts
     pool = RealVllmPool(tmp_path_factory.mktemp("real-vllm"))
+    request.config.stash[POOL] = pool
     yield pool
     pool.stop()
 
