@@ -195,21 +195,14 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups from the markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Real-vLLM tests last, grouped by configuration (so each server starts once).
-
-    Under pytest-xdist (`-n 2 --dist loadgroup`, the test command) they are also one group, so
-    that a single worker runs them all in this order: one real server at a time on the machine.
-    xdist gives its largest group out first, so that worker starts the real tier at once while
-    the other works through the rest."""
+    """Real-vLLM tests last, grouped by configuration (so each server starts once)."""
     order = list(REAL_CONFIGS)
 
     def key(item: pytest.Item) -> tuple[int, int]:
         marker = item.get_closest_marker("real_vllm")
         if marker is None:
             return (0, 0)
-        item.add_marker(pytest.mark.xdist_group("real_vllm"))
         return (1, order.index(marker.args[0]))
 
     items.sort(key=key)
@@ -247,28 +240,12 @@ class RealVllmPool:
     def stop(self) -> None:
         for server in [*self.servers.values(), *([self.current] if self.current else [])]:
             server.stop()
-        self.current = None
-
-
-POOL = pytest.StashKey[RealVllmPool]()
-
-
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Stop the real server once the real tier is done on this worker: under xdist the worker
-    goes on with other tests, which a busy-polling server beside them would slow down."""
-    pool = item.config.stash.get(POOL, None)
-    ends_tier = nextitem is None or nextitem.get_closest_marker("real_vllm") is None
-    if pool is not None and item.get_closest_marker("real_vllm") is not None and ends_tier:
-        pool.stop()
 
 
 @pytest.fixture(scope="session")
-def real_vllm_pool(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[RealVllmPool]:
+def real_vllm_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealVllmPool]:
     vllm_python()  # skip (or fail under WIZARD_REQUIRE_REAL_VLLM=1) before anything starts
     pool = RealVllmPool(tmp_path_factory.mktemp("real-vllm"))
-    request.config.stash[POOL] = pool
     yield pool
     pool.stop()
 
