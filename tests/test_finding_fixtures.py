@@ -6,6 +6,7 @@ rule fire on a near miss (or stop firing) fails here with the case that changed.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +169,20 @@ def test_queueing_without_the_servers_stats_is_proven_gone_by_the_same_contrast(
     waiting = {**fixed, "loaded": {**fixed["loaded"], "server": {"available": True, "waiting_max": 6,
                                                                  "waiting_share": 0.9}}}  # fmt: skip
     assert not conditions.evaluate(gone, waiting, {})
+
+
+# -- the evidence in every language --------------------------------------------------------------
+
+QUOTED_ONLY = re.compile(r"\{[a-z_.]+\}")
+
+
+@pytest.mark.parametrize("code", sorted(BOOK.findings))
+def test_every_evidence_is_worded_in_chinese(code: str) -> None:
+    """Issue #13: a zh walk showed LAT018's, LAT019's, LAT035's, LAT072's, LAT073's and LAT079's
+    evidence in English (their templates had no zh). A template with only English is one that
+    only quotes what a probe recorded in every language (``{replicas.evidence.<cause>}``)."""
+    finding = BOOK.findings[code]
+    for name in ("evidence", "gone_evidence"):
+        template = getattr(finding, name)
+        if template and "zh" not in template:
+            assert QUOTED_ONLY.fullmatch(template["en"]), (code, name, template["en"])

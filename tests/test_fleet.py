@@ -245,6 +245,34 @@ def test_a_walk_of_a_healthy_replica_keeps_the_faulty_one_as_a_cause(
     assert Fleet.instance(fleet.faulty) in findings["LAT072"]["evidence"]
     assert end["outcome"] == "cause_remains" and end["causes_remaining"] == ["queue_saturation"]
     assert result.returncode == 3
+    # Replayed in Chinese, the finding's evidence is Chinese too, with what Prometheus showed of
+    # that replica (it was the English template and the fleet's English differences).
+    replayed = subprocess.run(wizard_command("replay", str(path), "--lang", "zh"), capture_output=True,
+                              text=True, timeout=60, env={**os.environ, "COLUMNS": "240"}).stdout  # fmt: skip
+    start = replayed.index("╭─ LAT072")
+    box = replayed[start : replayed.index("╰", start)]
+    said = findings["LAT072"]["evidence_texts"]["zh"]
+    assert said in " ".join(part.strip(" │") for part in box.splitlines()), box
+    assert f"副本 {Fleet.instance(fleet.faulty)}" in said and "其他副本" in said, said
+    assert english_sentences(box) == [] and raw_values(box) == [], box
+
+
+def test_the_replica_run_walks_is_said_in_chinese(fleet: Fleet, tmp_path: Path) -> None:
+    """``run --prometheus`` without --target says which replica it walks and why: under
+    ``--lang zh`` that line was English (only the probes up to the fleet step: seconds)."""
+    book = playbook_with_probes_only(tmp_path, ("fleet",))
+    result = subprocess.run(
+        wizard_command("run", "--auto", "--playbook", str(book), "--prometheus", fleet.prometheus.url,
+                       "--job", "faulty", "--window", WINDOW, "--transcript", str(tmp_path / "walk.ndjson"),
+                       "--lang", "zh"),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    line = next((line for line in result.stderr.splitlines() if line.startswith("集群：")), "")
+    instance = Fleet.instance(fleet.faulty)
+    assert f"集群：诊断 {instance}（{fleet.faulty.url}）：" in line and "其他副本" in line, (
+        result.stderr
+    )
+    assert english_sentences(line) == [] and raw_values(line) == [], line
 
 
 def test_a_walk_of_a_healthy_fleet_gives_no_cause(fleet: Fleet, tmp_path: Path) -> None:
@@ -349,20 +377,22 @@ def test_a_kv_peak_that_differs_is_said_as_a_share_of_the_cache(lang: str) -> No
     from rich.console import Console
 
     from wizard.probes.fleet_judgement import judge
-    from wizard.render import _difference
+    from wizard.render import fleet_view
 
     def replica(name: str, kv_peak: float) -> dict[str, Any]:
         return {"instance": name, "job": "vllm", "url": f"http://{name}", "requests": 40.0,
-                "preemptions": 0.0, "waiting_avg": 0.0, "waiting_sd": 0.0, "kv_peak": kv_peak,
-                "kv_sd": 0.0001, "queue_share_of_ttft": None, "ttft": {}, "itl": {}, "queue": {}}  # fmt: skip
+                "request_share": 1 / 3, "preemptions": 0.0, "waiting_avg": 0.0, "waiting_max": 0.0,
+                "waiting_sd": 0.0, "kv_peak": kv_peak, "kv_sd": 0.0001, "queue_share_of_ttft": None,
+                "ttft": {}, "itl": {}, "queue": {}}  # fmt: skip
 
     judged = judge({("vllm", n): replica(n, p) for n, p in (("a", 0.0705), ("b", 0.0011),
                                                              ("c", 0.0012))})  # fmt: skip
     [busy] = [r for r in judged["replicas"] if r["differs"]]
-    [found] = busy["differs"]
-    said = _difference(found, lang)
+    assert [found["signal"] for found in busy["differs"]] == ["kv_peak"]
+    report = {"prometheus": "http://127.0.0.1:9090", "window": "5m", "replica_count": 3,
+              "targets_down": [], **judged}  # fmt: skip
     console = Console(width=200, record=True)
-    console.print(said)
+    console.print(fleet_view(report, lang))
     text = console.export_text()
     assert "7.0 %" in text and "0.1 %" in text, text
     assert raw_values(text) == [], text

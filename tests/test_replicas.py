@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -136,6 +137,13 @@ def test_an_unequal_share_is_named_with_its_weight(replicas: Replicas) -> None:
     assert via["sticky"] is None
     assert via["unbalanced"]["replica"] == heavy.url
     assert "weight in the upstream: 20" in report["evidence"]["balancer_unbalanced"]
+    # Said in Chinese with the same facts as in English: the served count of how many, the share,
+    # the equal share, the band chance gives it and the weight (the band was left out).
+    said = report["evidence_texts"]["balancer_unbalanced"]
+    assert said["en"] == report["evidence"]["balancer_unbalanced"]
+    assert "±" in said["zh"] and "权重：20" in said["zh"], said
+    assert english_sentences(said["zh"]) == [] and raw_values(said["zh"]) == [], said
+    assert sorted(re.findall(r"\d+", said["zh"])) == sorted(re.findall(r"\d+", said["en"])), said
     # What this test is about: the balancer's verdict (the faulty replica is the first test's).
     assert {c for c in report["causes"] if c.startswith("balancer_")} == {"balancer_unbalanced"}
 
@@ -174,12 +182,28 @@ def test_the_walk_names_the_faulty_replica_behind_the_proxy(
     assert f"{replicas.faulty.url}: TTFT p50" in result.stdout  # the live walk shows each replica
     assert end["outcome"] == "cause_remains" and end["causes_remaining"] == ["queue_saturation"]
     # Replayed in Chinese, the replicas' source, the slow one's cause and its evidence are said in
-    # Chinese too (they were the recorded English: "up to 7 requests waiting; ...").
+    # Chinese too (they were the recorded English: "up to 7 requests waiting; ..."), and so is the
+    # finding's evidence, which quotes the probe's (it was the English, in a Chinese box).
     replayed = subprocess.run(wizard_command("replay", str(path), "--lang", "zh"), capture_output=True,
                               text=True, timeout=60, env={**os.environ, "COLUMNS": "240"}).stdout  # fmt: skip
-    lines = replayed[replayed.index("副本（来自") : replayed.index("╭─ LAT074")]
+    start = replayed.index("副本（来自")
+    lines = replayed[start : replayed.index("╰", replayed.index("╭─ LAT074"))]
     assert f"queue_saturation: {replicas.faulty.url}：TTFT p50" in lines, lines
     assert english_sentences(lines) == [] and raw_values(lines) == [], lines
+    said = findings["LAT074"]["evidence_texts"]
+    assert said["en"] == findings["LAT074"]["evidence"] and said["zh"].startswith(
+        f"{replicas.faulty.url}：TTFT p50"
+    ), said
+    box = lines[lines.index("╭─ LAT074") :]
+    assert said["zh"] in " ".join(part.strip(" │") for part in box.splitlines()), box
+    # The summary in every format quotes the finding's evidence in Chinese too.
+    for fmt in ("md", "html", "text"):
+        exported = subprocess.run(wizard_command("export", str(path), "--format", fmt, "--lang", "zh"),
+                                  capture_output=True, text=True, timeout=60).stdout  # fmt: skip
+        assert said["zh"] in exported and findings["LAT074"]["evidence"] not in exported, (
+            fmt,
+            exported,
+        )
 
 
 def test_bad_replica_input_is_one_line(tmp_path: Path) -> None:

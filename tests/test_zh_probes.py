@@ -6,6 +6,7 @@ unchanged by the tests of each probe."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -151,3 +152,59 @@ def test_the_english_views_are_the_words_they_were(healthy_sim: Any) -> None:
                             capture_output=True, text=True, timeout=60,
                             env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": ""})  # fmt: skip
     assert "completions_ok: True\n" in result.stdout, result.stdout
+
+
+HOST_FIXTURES = Path(__file__).parent / "fixtures" / "host"
+METRICS_FIXTURES = Path(__file__).parent / "fixtures" / "metrics"
+# A topology whose GPU1 row lost its X and a GPU2 row the header does not name.
+TOPOLOGY_REPAIRED = "\tGPU0\tGPU1\nGPU0\t X \tNV4\nGPU1\tNV4\tNV4\nGPU2\t X \tNV4\n"
+# Engine series with an inter-token histogram whose mean (1 ms) is below its first bucket (10 ms).
+ITL_BELOW_BUCKET = """\
+vllm:num_requests_running{engine="0",model_name="m"} 0.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.01",model_name="m"} 0.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="+Inf",model_name="m"} 10.0
+vllm:inter_token_latency_seconds_sum{engine="0",model_name="m"} 0.01
+vllm:inter_token_latency_seconds_count{engine="0",model_name="m"} 10.0
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (("nginx-config", FIXTURES / "missing-include.conf"),
+         ["`include /etc/nginx/sites-enabled/*` 没有匹配到给出的任何文件"]),
+        (("nginx-config", FIXTURES / "template-envsubst.conf.template"),
+         ["`proxy_read_timeout ${READ_TIMEOUT}` 是模板占位符"]),
+        (("topology", HOST_FIXTURES / "topo-pasted-twice-2.txt"), ["第 4 行：又一个 GPU0 行"]),
+        (("topology", HOST_FIXTURES / "topo-shifted-cell-3.txt"), ["GPU0：缺少它自己的 X"]),
+        (("topology", HOST_FIXTURES / "topo-extra-cell-3.txt"), ["GPU0：粘贴时它的行错位了 1 个单元格"]),
+        (("topology", TOPOLOGY_REPAIRED), ["第 4 行：表头中没有 GPU2", "GPU1：它的行没有 X"]),
+        (("metrics", "--file", METRICS_FIXTURES / "pasted-shell-prompt.txt"),
+         ["跳过了 8 行不是 Prometheus 暴露格式的文本（第 1 行 `'ubuntu@gpu-node-3", "另有 5 行）"]),
+        (("metrics", "--file", METRICS_FIXTURES / "histograms-only-untyped.txt"), ["无法判断它是哪一代"]),
+        (("metrics", "--file", "http_requests_total 3\n"), ["没有 vllm:* 序列"]),
+        (("metrics", "--file", ITL_BELOW_BUCKET), ["平均 ITL 1.0 ms 低于直方图最小桶（10.0 ms）"]),
+    ],
+)  # fmt: skip
+def test_what_the_readers_note_is_said_in_chinese(
+    args: tuple[Any, ...], shown: list[str], tmp_path: Path
+) -> None:
+    """Issue #13: the notes ``nginx-config``, ``topology`` and ``metrics`` write about what they
+    could not read or repaired were English under ``--lang zh``. ``--json`` keeps ``notes`` (the
+    English, as before) and has each beside it in every language (``notes_texts``)."""
+    *command, given = args
+    if isinstance(given, str):  # a paste: written to a file of its own
+        (path := tmp_path / "pasted.txt").write_text(given)
+        given = path
+    text = said(*command, str(given), "--lang", "zh", exit_code=None)
+    for words in shown:
+        assert words in " ".join(text.split()), text
+    result = subprocess.run(wizard_command("probe", *command, str(given), "--json"),
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    report = json.loads(result.stdout)
+    assert report["notes"] == [said["en"] for said in report["notes_texts"]]
+    assert all(
+        " ".join(said["zh"].split()) in " ".join(text.split()) for said in report["notes_texts"]
+    )
+    # A note on the whole snapshot (statistics off, an ITL below its buckets) is a fact of its own.
+    assert report["notes"] or report.get("note"), report

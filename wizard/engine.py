@@ -49,10 +49,15 @@ def visited_key(node_id: str) -> str:
 def evidence_fields(
     key: str, templates: dict[str, str], facts: dict[str, Any], answers: dict[str, Any]
 ) -> dict[str, Any]:
-    """The event's English ``key`` and, when the playbook translates it, ``{key}_texts`` by language."""
-    rendered = {lang: render_evidence(text, facts, answers) for lang, text in templates.items()}
-    fields: dict[str, Any] = {key: rendered.get("en", "")}
-    if len(rendered) > 1:
+    """The event's English ``key`` and, when the playbook translates it or a value it quotes has
+    texts of its own (``replicas.evidence_texts``), ``{key}_texts`` by language."""
+    english = templates.get("en", "")
+    rendered = {
+        lang: render_evidence(templates.get(lang) or english, facts, answers, lang)
+        for lang in LANGS
+    }
+    fields: dict[str, Any] = {key: rendered["en"]}
+    if len(templates) > 1 or any(text != rendered["en"] for text in rendered.values()):
         fields[f"{key}_texts"] = rendered
     return fields
 
@@ -63,11 +68,14 @@ def note(session: Session, node_id: str, key: str, **values: Any) -> None:
     session.record("note", node_id, {"text": said["en"], "texts": said})
 
 
-def render_evidence(template: str, facts: dict[str, Any], answers: dict[str, Any]) -> str:
+def render_evidence(
+    template: str, facts: dict[str, Any], answers: dict[str, Any], lang: str = "en"
+) -> str:
     """Fill ``{a.b.c}`` (facts) and ``{answers.x}`` placeholders; unknown values show as '?'.
 
     ``{a.b.c:%}`` shows a fraction as a percentage, as the summary writes it (a KV peak of
-    0.0011 reads "0.1 %", not "0.0011").
+    0.0011 reads "0.1 %", not "0.0011"). A text a probe records in English quotes in ``lang``
+    when the probe recorded it in every language beside it (``a.b_texts.c`` or ``a.b.c_texts``).
     """
 
     def value(spec: str) -> str:
@@ -79,6 +87,8 @@ def render_evidence(template: str, facts: dict[str, Any], answers: dict[str, Any
             found = conditions.lookup(facts, path)
         if found is conditions.MISSING or found is None:
             return "?"
+        if isinstance(found, str) and lang != "en":
+            found = _said_in(lang, facts, path) or found
         if style == "%" and isinstance(found, int | float) and not isinstance(found, bool):
             return percent(found)
         if isinstance(found, float):
@@ -94,6 +104,18 @@ def render_evidence(template: str, facts: dict[str, Any], answers: dict[str, Any
         path, rest = tail.split("}", 1)
         out.append(head + value(path))
     return "".join(out) + rest
+
+
+def _said_in(lang: str, facts: dict[str, Any], path: str) -> str | None:
+    """The text at ``path`` in ``lang``, from the texts recorded beside it (one of the path's
+    parts with ``_texts``, the innermost first), or None when none were."""
+    parts = path.split(".")
+    for at in reversed(range(len(parts))):
+        beside = ".".join([*parts[:at], parts[at] + "_texts", *parts[at + 1 :]])
+        said = conditions.lookup(facts, beside)
+        if isinstance(said, dict) and isinstance(said.get(lang), str):
+            return str(said[lang])
+    return None
 
 
 @dataclass

@@ -73,6 +73,9 @@ MEASURE_FACTS = {
 LOADGEN_FACTS = {"reasons?": Opt([str]), "client?": Opt(dict),
                  "loadgen?": Opt({"early_stopping_p90_ms?": OPT_NUMBER}),
                  "queries?": ANY, "succeeded?": ANY}  # fmt: skip
+# The numbers an unequal share of the balancer's requests is said from in every language.
+UNBALANCED = {**{f"{key}?": NUMBER for key in ("served", "of", "share", "equal_share", "band")},
+              "weight?": OPT_NUMBER}  # fmt: skip
 # The facts of the probes whose results are drawn field by field; others are listed as they are.
 PROBE_FACTS = {
     "measure": MEASURE_FACTS,
@@ -106,6 +109,14 @@ PROBE_FACTS = {
     "nginx-config": {
         "locations": list,
         "findings": [{"code": ANY, "file": ANY, "line": ANY, "directive": ANY}],
+        "notes_texts?": Opt([TEXT]),
+    },
+    # What the walk's replica lines say again in another language (replica_words); the rest of
+    # the report is read with defaults.
+    "replicas": {
+        "replicas?": Opt([{"why_texts?": Opt(Each(str))}]),
+        "balancer_round?": Opt({"unbalanced?": Opt(UNBALANCED)}),
+        "evidence_texts?": Opt(Each(Each(str))),
     },
 }
 SHAPES: dict[str, Any] = {
@@ -131,6 +142,8 @@ SHAPES: dict[str, Any] = {
         "severity": OneOf(SEVERITIES),
         "title": TEXT,
         "evidence": str,
+        # The evidence in every language (a translated template, or quoted texts that have one).
+        "evidence_texts?": Opt(TEXT),
         "advice": TEXT,
         "change": Opt({"apply": ANY}),
         "docs": [str],
@@ -156,7 +169,13 @@ SHAPES: dict[str, Any] = {
             }
         ],
     },
-    "verdict": {"code": str, "verdict": str, "round": ANY, "evidence": ANY},
+    "verdict": {
+        "code": str,
+        "verdict": str,
+        "round": ANY,
+        "evidence": ANY,
+        "evidence_texts?": Opt(TEXT),
+    },
     "inconclusive": {"code": str, "rounds": [str], "reason": str},
     "resume": {"at": ANY, "server?": Opt(dict)},
     "config_check": {"verdict": str, "text": ANY, "texts?": Opt(dict)},

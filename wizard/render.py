@@ -14,9 +14,10 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from wizard.fleet_words import bounds, difference
 from wizard.measure import percentile
-from wizard.probes.fleet_judgement import signal_value
-from wizard.render_events import pick, replica_evidence, replicas_source
+from wizard.render_events import pick, replicas_source
+from wizard.replica_words import replica_evidence
 from wizard.terminal import printable
 from wizard.words import paren, say
 
@@ -291,8 +292,8 @@ def nginx_config_view(report: dict[str, Any], lang: str = "en") -> Group:
     for error in report.get("errors", []):
         parts.append(Text(say("view.nginx_error", lang, error=error["error"], included_from=error["included_from"]),
                           style="red"))  # fmt: skip
-    for note in _nginx_notes(report, lang):
-        parts.append(Text(say("view.note", lang, note=note)))
+    for note in report.get("notes_texts") or report.get("notes", []):
+        parts.append(Text(say("view.note", lang, note=pick(note, lang))))
     return Group(*parts)
 
 
@@ -309,19 +310,6 @@ def _nginx_message(finding: dict[str, Any], locations: list[dict[str, Any]], lan
                source=_buffering_from(location.get("proxy_buffering_from", "?"), lang),
                read=_seconds(location.get("proxy_read_timeout_s")),
                connect=_seconds(location.get("proxy_connect_timeout_s")))  # fmt: skip
-
-
-def _nginx_notes(report: dict[str, Any], lang: str) -> list[str]:
-    """The analysis's notes; in Chinese the one about nginx's unknown HTTP default is said again
-    (it is the last note, added when no version was read and a location keeps the default).
-    The notes about includes and templates stay as recorded."""
-    notes = list(report.get("notes", []))
-    default_version = report.get("nginx_version") is None and any(
-        loc["proxy_http_version_from"] == "default" for loc in report["locations"]
-    )
-    if lang != "en" and default_version and notes:
-        notes[-1] = say("view.nginx_http_default", lang)
-    return notes
 
 
 def _with_source(value: str | None, source: str | None, lang: str = "en") -> str:
@@ -342,7 +330,7 @@ def fleet_view(report: dict[str, Any], lang: str = "en") -> Group:
         p95 = histogram.get("p95")
         if not p95:
             return "-"
-        return p95["text"].removeprefix("p95 ") if lang == "en" else _bounds(p95, lang)
+        return p95["text"].removeprefix("p95 ") if lang == "en" else bounds(p95, lang)
 
     def number(value: float | None, form: str) -> str:
         return "-" if value is None else format(value, form)
@@ -361,7 +349,7 @@ def fleet_view(report: dict[str, Any], lang: str = "en") -> Group:
             causes = (
                 say("view.fleet_causes", lang, causes=", ".join(r["causes"])) if r["causes"] else ""
             )
-            texts = [_difference(d, lang) for d in r["differs"]]
+            texts = [difference(d, lang) for d in r["differs"]]
             parts.append(Text(say("view.fleet_differs", lang, instance=r["instance"], causes=causes,
                                   why=say("sep", lang).join(texts))))  # fmt: skip
     look_at = report["look_at"]
@@ -385,27 +373,6 @@ def fleet_view(report: dict[str, Any], lang: str = "en") -> Group:
         )
         parts.append(Text(note, style="yellow"))
     return Group(*parts)
-
-
-def _bounds(quoted: dict[str, Any], lang: str) -> str:
-    """A percentile quoted with its bucket, as ``bucket_quantile`` says it in English."""
-    if quoted["high_ms"] is None:
-        return say("view.above", lang, low=f"{quoted['low_ms']:g}")
-    return say("view.between", lang, low=f"{quoted['low_ms']:g}", high=f"{quoted['high_ms']:g}")
-
-
-def _difference(found: dict[str, Any], lang: str) -> str:
-    """How a replica stands out (recorded in English with the signal's id), said again from its
-    numbers with the signal's name."""
-    signal = say(f"view.fleet_signal.{found['signal']}", lang)
-    if isinstance(found["value"], dict):  # a percentile, quoted with its bucket
-        return say("view.fleet_percentile", lang, signal=signal, value=_bounds(found["value"], lang),
-                   others=_bounds(found["others_median"], lang))  # fmt: skip
-    value, centre = (
-        signal_value(found["signal"], found[key]) for key in ("value", "others_median")
-    )
-    return say("view.fleet_plain", lang, signal=signal, value=value,
-               way=say(f"view.fleet_{found['direction']}", lang), centre=centre)  # fmt: skip
 
 
 def replicas_view(report: dict[str, Any], lang: str = "en") -> Group:

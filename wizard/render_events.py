@@ -12,10 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.event_shapes import problem, unreadable_note
+from wizard.replica_words import replica_evidence, said_why
 from wizard.words import (
     WORDS,
     answer_label,
-    count,
     evidence_source,
     joined,
     outside_engine,
@@ -333,7 +333,7 @@ def _replicas_lines(facts: dict[str, Any], lang: str) -> str:
                 tpot=_known(_ms_value(steady.get("tpot_p50")), lang, "ms"))
             + (say("replicas.share", lang, share=f"{share:.0%}") if share is not None else "")
             + (say("replicas.slow", lang, cause=replica["cause"],
-                   why=replica.get("why") if lang == "en" else replica_why(replica["cause"], replica.get("server") or {}, lang))
+                   why=replica.get("why") if lang == "en" else said_why(replica, lang))
                if replica.get("cause") else "")
         )  # fmt: skip
     for cause, text in (facts.get("evidence") or {}).items():
@@ -356,45 +356,6 @@ def replicas_source(report: dict[str, Any], lang: str) -> str:
         )
     source = report.get("source")
     return say("view.replicas_given", lang) if source == "--replica" else str(source)
-
-
-def replica_evidence(report: dict[str, Any], cause: str, recorded: str, lang: str) -> str:
-    """A cause's evidence (recorded in English), said again from the report's numbers; a report
-    recorded without them (an older transcript's) shows the recorded text."""
-    try:
-        return _said_evidence(report, cause, lang)
-    except (KeyError, TypeError, StopIteration):
-        return recorded
-
-
-def _said_evidence(report: dict[str, Any], cause: str, lang: str) -> str:
-    via = report.get("balancer_round") or {}
-    if cause == "balancer_sticky":
-        sticky = via["sticky"]
-        return say("view.replicas_sticky", lang, total=count(via["total"]), replica=sticky["replica"],
-                   others=len(via["served"]) - 1)  # fmt: skip
-    if cause == "balancer_unbalanced":
-        worst = via["unbalanced"]["replica"]
-        return say("view.replicas_unbalanced", lang, replica=worst, served=count(via["served"][worst]),
-                   total=count(via["total"]), share=percent(via["shares"].get(worst)))  # fmt: skip
-    replica = next(r for r in report["replicas"] if r["cause"] == cause)
-    slower = say("sep", lang).join(
-        say("view.replica_slower", lang, segment=segment_name(s["segment"]), mine=f"{s['after_p50']:.0f}",
-            theirs=f"{s['before_p50']:.0f}")
-        for s in replica["slower"]
-    )  # fmt: skip
-    return paren(say("view.replica_slow", lang, url=replica["url"], slower=slower),
-                 replica_why(cause, replica["server"] or {}, lang), lang)  # fmt: skip
-
-
-def replica_why(cause: str, server: dict[str, Any], lang: str) -> str:
-    """Why the judgement named ``cause`` for a slow replica, from its server's metrics."""
-    if cause == "kv_cache_preemption":
-        return say("view.why_preempted", lang, n=count(server.get("preemptions")))
-    if cause == "queue_saturation":
-        return say("view.why_queue", lang, waiting=count(server.get("waiting_max") or 0),
-                   share=percent(server.get("queue_share_of_ttft")))  # fmt: skip
-    return say("view.why_unread" if not server.get("available") else "view.why_elsewhere", lang)
 
 
 def host_line(facts: dict[str, Any], lang: str, every_note: bool = False) -> str:

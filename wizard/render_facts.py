@@ -18,8 +18,9 @@ FRACTIONS = {"kv_cache_usage", "gpu_memory_utilization", "spec_acceptance_rate"}
 SECONDS = {"server_ttft_mean_s", "server_itl_mean_s", "server_queue_mean_s",
            "server_prefill_mean_s", "server_decode_mean_s", "server_itl_p50_low_s",
            "server_itl_p50_high_s", "itl_smallest_bucket_s"}  # fmt: skip
-# Kept beside another fact (``error_texts`` is how ``error`` is said in every language).
-SHOWN_ELSEWHERE = {"error_texts", "notes"}
+# Kept beside another fact (``error_texts`` is how ``error`` is said in every language), or shown
+# last (the notes).
+SHOWN_ELSEWHERE = {"error_texts", "notes", "notes_texts"}
 
 
 def fact_lines(facts: dict[str, Any], lang: str, prefix: str = "") -> list[str]:
@@ -34,7 +35,8 @@ def fact_lines(facts: dict[str, Any], lang: str, prefix: str = "") -> list[str]:
     for key, value in (facts.get("since") or {}).items():
         lines.append(say("labelled", lang, label=say("fact.since", lang) + _label(key, lang),
                          text=_value(key, value, {**facts, **facts["since"]}, lang)))  # fmt: skip
-    lines += [say("view.note", lang, note=note) for note in facts.get("notes") or []]
+    notes = facts.get("notes_texts") or facts.get("notes") or []
+    lines += [say("view.note", lang, note=pick(note, lang)) for note in notes]
     return lines
 
 
@@ -51,6 +53,11 @@ def _value(key: str, value: Any, facts: dict[str, Any], lang: str) -> str:
     if key == "itl_note" and value is not None:  # recorded in English; said again from its numbers
         return say("fact.itl_below_bucket", lang, mean=ms(facts["server_itl_mean_s"] * 1000),
                    smallest=ms(smallest * 1000) if (smallest := facts.get("itl_smallest_bucket_s")) else "?")  # fmt: skip
+    if key == "note" and value is not None:  # a snapshot's note, recorded in English: said again
+        if facts.get("stats_disabled"):
+            return say("fact.no_vllm_series", lang)
+        return say("fact.itl_below_bucket", lang, mean=ms(facts["itl_s"]["mean"] * 1000),
+                   smallest=ms(facts["itl_smallest_bucket_s"] * 1000))  # fmt: skip
     if key == "models_status" and isinstance(value, str):  # answered 200 with no model list
         return say("fact.not_model_list", lang)
     if key == "api" and value is None and facts.get("completions_ok") and facts.get("chat_ok"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from wizard.words_notes import NOTE_WORDS
 from wizard.words_views import VIEW_WORDS
 
 LANGS = ("en", "zh")
@@ -23,6 +24,7 @@ SEGMENT_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms"
 
 WORDS: dict[str, dict[str, str]] = {
     **VIEW_WORDS,
+    **NOTE_WORDS,
     # punctuation: Chinese text takes full-width separators and brackets
     "sep": {"en": "; ", "zh": "；"},
     "comma": {"en": ", ", "zh": "，"},
@@ -634,6 +636,7 @@ WORDS: dict[str, dict[str, str]] = {
     "cmp.expected": {"en": "expected (the finding predicted it)", "zh": "符合预期（发现已预测）"},
     "cmp.per_request": {"en": "{segment} per request", "zh": "{segment}（按请求）"},
     "finding.try": {"en": "the one change to try: {apply}", "zh": "唯一要尝试的变更：{apply}"},
+    "run.fleet_walking": {"en": "fleet: walking {instance} ({target}): {why}", "zh": "集群：诊断 {instance}（{target}）：{why}"},
     "end.transcript": {"en": "transcript: {path}", "zh": "记录：{path}"},
     "end.summary": {"en": "summary:    {command}", "zh": "摘要：{command}"},
     "end.paste": {"en": "to paste:   {command}", "zh": "粘贴用：{command}"},

@@ -112,11 +112,6 @@ VIEW_WORDS: dict[str, dict[str, str]] = {
         "zh": "错误：`{error}`（由 {included_from} 引入）",
     },
     "view.note": {"en": "note: {note}", "zh": "说明：{note}"},
-    "view.nginx_http_default": {
-        "en": "proxy_http_version is not set: reported as 1.0, nginx's default before 1.29.7 (1.1 since); paste `nginx -V` above the config to have it read",
-        "zh": "未设置 proxy_http_version：按 1.0 报告，即 nginx 1.29.7 之前的默认值"
-        "（之后为 1.1）；把 `nginx -V` 的输出粘贴在配置前面即可读到版本",
-    },
     # probe endpoints / probe metrics in Chinese: a fact's label (English keeps its key lines)
     "fact.reachable": {"en": "reachable", "zh": "可连接"},
     "fact.error": {"en": "error", "zh": "错误"},
@@ -229,6 +224,11 @@ VIEW_WORDS: dict[str, dict[str, str]] = {
     "fact.server_prefill_mean_s": {"en": "server-side prefill mean", "zh": "服务端 prefill 平均"},
     "fact.server_decode_mean_s": {"en": "server-side decode mean", "zh": "服务端 decode 平均"},
     "fact.itl_note": {"en": "ITL", "zh": "ITL"},
+    "fact.note": {"en": "note", "zh": "说明"},
+    "fact.no_vllm_series": {
+        "en": "no vllm:* series: the server runs with --disable-log-stats, which in current vLLM removes every engine metric; only http_* series remain",
+        "zh": "没有 vllm:* 序列：服务器以 --disable-log-stats 运行，当前 vLLM 因此去掉了所有引擎指标，只剩 http_* 序列",
+    },
     "fact.server_itl_p50_low_s": {"en": "server-side ITL p50 above", "zh": "服务端 ITL p50 下界"},
     "fact.server_itl_p50_high_s": {
         "en": "server-side ITL p50 at most",
@@ -398,9 +398,15 @@ VIEW_WORDS: dict[str, dict[str, str]] = {
         "en": "all {total} requests through the balancer went to {replica}, none to the other {others}",
         "zh": "经过均衡器的 {total} 个请求全部到了 {replica}，其他 {others} 个副本一个也没有",
     },
+    # The same facts as the judgement's recorded English: the share, the equal share, the band
+    # chance gives it, and the replica's weight when the upstream gives it one.
     "view.replicas_unbalanced": {
-        "en": "{replica} served {served} of {total} requests through the balancer ({share})",
-        "zh": "{replica} 处理了经过均衡器的 {total} 个请求中的 {served} 个（{share}）",
+        "en": "{replica} served {served} of {total} requests through the balancer ({share}) against an equal share of {equal} (+-{band} by chance){weighted}",
+        "zh": "{replica} 处理了经过均衡器的 {total} 个请求中的 {served} 个（{share}），而均等份额为 {equal}（随机波动 ±{band}）{weighted}",
+    },
+    "view.replicas_weight": {
+        "en": " (its weight in the upstream: {weight})",
+        "zh": "（它在 upstream 中的权重：{weight}）",
     },
     "view.replica_slower": {
         "en": "{segment} p50 {mine} ms against {theirs} ms on the other replicas",

@@ -478,7 +478,7 @@ def run_metrics(args: argparse.Namespace) -> int:
         console().print(Text("\n".join(fact_lines(snapshot, lang))), soft_wrap=True)
     else:
         for key, value in snapshot.items():
-            if key != "since":
+            if key not in ("since", "notes_texts"):  # the notes' other languages: in --json
                 print(f"{key}: {value}")
         for key, value in snapshot.get("since", {}).items():
             print(f"since {args.since}: {key}: {value}")

@@ -85,6 +85,6 @@ def run_topology(args: argparse.Namespace) -> int:
                   interconnect=link if lang == "en" else value_word("interconnect", link, lang)))  # fmt: skip
         for pair in topology["pairs"]:
             print(say("topology.pair", lang, a=pair["a"], b=pair["b"], link=pair["link"]))
-        for note in topology["notes"]:
-            print(say("view.note", lang, note=note))
+        for note in topology["notes_texts"]:
+            print(say("view.note", lang, note=note.get(lang, note["en"])))
     return 1 if topology.get("error") else 0

@@ -147,6 +147,7 @@ def _read_fleet(args: argparse.Namespace) -> dict[str, Any] | None:
     differs (its URL from Prometheus' targets). The same report is recorded by the walk."""
     from wizard.cli import probe_fleet
     from wizard.errors import UsageError
+    from wizard.words import say
 
     if args.prometheus is None:
         if args.target is None:
@@ -160,10 +161,10 @@ def _read_fleet(args: argparse.Namespace) -> dict[str, Any] | None:
         if look_at["url"] is None:
             raise UsageError.said("error.replica_no_url", instance=look_at["instance"])
         args.target = look_at["url"]
-        print(
-            f"fleet: walking {look_at['instance']} ({args.target}): {look_at['why']}",
-            file=sys.stderr,
-        )
+        lang = args.lang or default_language()
+        why = (look_at.get("why_texts") or {}).get(lang) or look_at["why"]
+        print(say("run.fleet_walking", lang, instance=look_at["instance"], target=args.target, why=why),
+              file=sys.stderr)  # fmt: skip
     return report
 
 

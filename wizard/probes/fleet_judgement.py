@@ -18,7 +18,7 @@ import statistics
 from typing import Any
 
 from wizard import outliers
-from wizard.words import percent
+from wizard.fleet_words import signal_value, why_texts
 
 QUEUE_SHARE_OF_TTFT = 0.5  # "most of the TTFT": the playbook's LAT013 bar
 PERCENTILE = "p95"
@@ -34,11 +34,6 @@ PLAIN_SIGNALS = (
     ("waiting_avg", "waiting_sd", 1.0, False),
     ("kv_peak", "kv_sd", 0.0, False),
 )
-
-
-def signal_value(signal: str, value: float) -> str:
-    """A plain signal's value as a person reads it: the KV peak is a fraction of the cache."""
-    return percent(value) if signal == "kv_peak" else f"{value:.3g}"
 
 
 def _resolution(
@@ -128,6 +123,8 @@ def judge(replicas: dict[Key, dict[str, Any]]) -> dict[str, Any]:
             "instance": chosen["instance"], "job": chosen["job"], "url": chosen["url"],
             "causes": chosen["causes"],
             "why": "; ".join(d["text"] for d in chosen["differs"]),
+            # The same in every language (LAT072/LAT073 quote it in the walk's).
+            "why_texts": why_texts(chosen["differs"]),
         }  # fmt: skip
     return {
         "replicas": listed,

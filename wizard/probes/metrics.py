@@ -6,7 +6,8 @@ exposes no ``vllm:`` series at all; that is recognised and explained rather than
 
 A paste is read too: lines that are no exposition text (the shell prompt and ``curl`` command above
 it, curl's progress meter, HTTP headers, a truncated last line) are skipped and counted in
-``notes``; a dump without ``# TYPE`` lines still gives its histograms (by their ``_sum``/``_count``).
+``notes`` (English; ``notes_texts`` has each in every language); a dump without ``# TYPE`` lines
+still gives its histograms (by their ``_sum``/``_count``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from wizard.bucket_quantile import QuantileBounds, quantile_bounds
 from wizard.errors import WizardError
 from wizard.numbers import parse_float, parse_int
 from wizard.probes.bounded import BoundedRequestError, fetch
+from wizard.words import LANGS, joined, say, texts
 
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 ITL = ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds")
@@ -95,6 +97,12 @@ class MetricsSnapshot:
     # first ITL series the server exposes: a round's median gap by the engine's own clock.
     itl_buckets: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    notes_texts: list[dict[str, str]] = field(default_factory=list)  # each note in every language
+
+    def note(self, said: dict[str, str]) -> None:
+        """A note in English (``notes``) and in every language it is worded in (``notes_texts``)."""
+        self.notes.append(said["en"])
+        self.notes_texts.append(said)
 
     @property
     def kv_cache_tokens(self) -> int | None:
@@ -132,7 +140,7 @@ def itl_bucket_note(mean_s: float | None, smallest_s: float | None) -> str | Non
     )
 
 
-def exposition_lines(text: str) -> tuple[str, list[str]]:
+def exposition_lines(text: str) -> tuple[str, list[dict[str, str]]]:
     """The exposition text in ``text`` and notes on what was skipped (a paste's prompt, headers)."""
     kept, skipped = [], []
     for number, line in enumerate(text.splitlines(), 1):
@@ -143,17 +151,13 @@ def exposition_lines(text: str) -> tuple[str, list[str]]:
             skipped.append((number, stripped))
     notes = []
     if skipped:
-        quoted = "; ".join(
-            f"line {n}: {_printable(t)[:60]!r}" for n, t in skipped[:MAX_QUOTED_SKIPS]
-        )
-        more = (
-            f" and {len(skipped) - MAX_QUOTED_SKIPS} more"
-            if len(skipped) > MAX_QUOTED_SKIPS
-            else ""
-        )
-        notes.append(
-            f"skipped {len(skipped)} line(s) that are no Prometheus exposition text ({quoted}{more})"
-        )
+        quoted = {lang: joined([say("metricsnote.line", lang, number=n, text=repr(_printable(t)[:60]))
+                                for n, t in skipped[:MAX_QUOTED_SKIPS]], lang)
+                  for lang in LANGS}  # fmt: skip
+        left = len(skipped) - MAX_QUOTED_SKIPS
+        more = texts("metricsnote.more", n=left) if left > 0 else dict.fromkeys(LANGS, "")
+        notes.append({lang: say("metricsnote.skipped", lang, n=len(skipped), quoted=quoted[lang],
+                                more=more[lang]) for lang in LANGS})  # fmt: skip
     return "\n".join(kept) + "\n", notes
 
 
@@ -168,14 +172,15 @@ def parse(text: str) -> MetricsSnapshot:
     text, notes = exposition_lines(text)
     if not any(line and not line.startswith("#") for line in text.splitlines()):
         raise WizardError(
-            "not valid Prometheus text: no samples in it" + (f" ({notes[0]})" if notes else "")
+            "not valid Prometheus text: no samples in it"
+            + (f" ({notes[0]['en']})" if notes else "")
         )
     try:
         families = list(text_string_to_metric_families(text))
     except (ValueError, IndexError, OverflowError) as exc:
         detail = _printable(str(exc))[:120]
         raise WizardError(f"not valid Prometheus text: {detail}") from None
-    snap = MetricsSnapshot(notes=notes)
+    snap = MetricsSnapshot(notes=[said["en"] for said in notes], notes_texts=notes)
     sums: dict[str, float] = {}
     engines: set[str] = set()
     labelled = False  # V1 labels every engine series with "engine"
@@ -236,10 +241,7 @@ def parse(text: str) -> MetricsSnapshot:
     snap.engines = len(engines)
     snap.generation = _generation(sums, engines_labelled=labelled)
     if snap.generation is None:
-        snap.notes.append(
-            "no series only one generation exposes (an engine label, "
-            "kv_cache_usage_perc, gpu_cache_usage_perc, ...): the generation is unknown"
-        )
+        snap.note(texts("metricsnote.generation"))
     snap.kv_cache_usage = next((sums[n] / snap.engines for n in KV_USAGE if n in sums), None)
     snap.preemptions_total = sums.get("vllm:num_preemptions_total")
     snap.running = sums.get("vllm:num_requests_running")

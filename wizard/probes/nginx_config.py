@@ -11,9 +11,10 @@ never set is nginx's default, and ``*_from`` says so (``default``): ``proxy_http
 "1.0" before nginx 1.29.7 and "1.1" since; without an nginx version in the input (``nginx -V``'s
 ``nginx version: nginx/X.Y.Z`` pasted above the dump) the older default is reported, with a note.
 
-What cannot be read is a line in ``notes``, never a silent null: a value that is a template
-placeholder (``${VAR}``), an include that matches none of the files given. An included file that
-does not parse is one line in ``errors`` (file:line: problem) and the rest is still analysed.
+What cannot be read is a line in ``notes`` (English; ``notes_texts`` has each in every language),
+never a silent null: a value that is a template placeholder (``${VAR}``), an include that matches
+none of the files given. An included file that does not parse is one line in ``errors``
+(file:line: problem) and the rest is still analysed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import crossplane
 
 from wizard.errors import WizardError
 from wizard.numbers import parse_float
+from wizard.words import texts
 
 DUMP_MARKER = re.compile(r"^# configuration file (?P<path>.+):\s*$", re.MULTILINE)
 TIME_UNITS = {
@@ -143,7 +145,7 @@ class _Expansion:
     base: str
     directives: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[dict[str, str]] = field(default_factory=list)  # each in every language
 
 
 def _expand(block: list[dict[str, Any]], expansion: _Expansion,
@@ -168,8 +170,9 @@ def _expand(block: list[dict[str, Any]], expansion: _Expansion,
             where = f"{directive['file']}:{directive.get('line', 1)}"
             matched = sorted(p for p in expansion.files if fnmatch.fnmatch(p, pattern))
             if not matched:
-                expansion.notes.append(f"{where}: include {directive['args'][0]} matches none of "
-                                       "the files given: what it holds is not analysed")  # fmt: skip
+                expansion.notes.append(
+                    texts("nginxnote.include_none", where=where, pattern=directive["args"][0])
+                )
             for path in matched:
                 if path in chain:
                     raise ConfigSyntaxError(
@@ -389,7 +392,7 @@ def analyse(source: Path, worst_gap_ms: float | None = None) -> dict[str, Any]:
     locations: list[dict[str, Any]] = []
     upstreams: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
-    notes: list[str] = []
+    notes: list[dict[str, str]] = []  # each in every language
     for root in roots:
         if root not in files:
             continue
@@ -404,15 +407,15 @@ def analyse(source: Path, worst_gap_ms: float | None = None) -> dict[str, Any]:
         _walk(tree, http_levels, {}, _Walk(_upstreams(tree), http_11, locations))
         upstreams.extend(upstream_summary(d) for d in _upstream_blocks(tree).values())
     if version is None and any(loc["proxy_http_version_from"] == "default" for loc in locations):
-        notes.append("proxy_http_version is not set: reported as 1.0, nginx's default before 1.29.7 "
-                     "(1.1 since); paste `nginx -V` above the config to have it read")  # fmt: skip
+        notes.append(texts("nginxnote.http_default"))
     findings = [f for location in locations for f in findings_for(location, worst_gap_ms)]
     return {
         "locations": locations,
         "upstreams": upstreams,
         "findings": findings,
         "errors": errors,
-        "notes": notes,
+        "notes": [said["en"] for said in notes],
+        "notes_texts": notes,
         "nginx_version": ".".join(map(str, version)) if version else None,
         "files": sorted(files),
         "causes": sorted({f["cause"] for f in findings}),  # for playbook conditions
@@ -433,7 +436,7 @@ def _nginx_version(source: Path, files: dict[str, str]) -> tuple[int, int, int] 
     return None
 
 
-def _template_notes(tree: list[dict[str, Any]]) -> list[str]:
+def _template_notes(tree: list[dict[str, Any]]) -> list[dict[str, str]]:
     """One note per directive whose value is a template placeholder (envsubst's ``${VAR}``)."""
     notes = []
     for directive in tree:
@@ -441,8 +444,8 @@ def _template_notes(tree: list[dict[str, Any]]) -> list[str]:
             TEMPLATE.search(a) for a in directive["args"]
         ):
             value = " ".join(directive["args"])
-            notes.append(f"{directive['file']}:{directive.get('line', 1)}: {directive['directive']} "
-                         f"{value}: a template placeholder, its value is not in the config")  # fmt: skip
+            notes.append(texts("nginxnote.template", where=f"{directive['file']}:{directive.get('line', 1)}",
+                               directive=directive["directive"], value=value))  # fmt: skip
         if "block" in directive:
             notes.extend(_template_notes(directive["block"]))
     return notes

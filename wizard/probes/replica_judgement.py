@@ -24,6 +24,8 @@ from typing import Any
 
 from wizard import measure, outliers
 from wizard.probes.replica_sources import Replicas
+from wizard.replica_words import evidence_texts, replica_why
+from wizard.words import LANGS
 
 SEGMENTS = ("ttft_ms", "tpot_ms")
 QUEUE_SHARE_OF_TTFT = 0.5  # LAT013's bar: most of the TTFT spent in the queue
@@ -71,11 +73,17 @@ def _in_each_pass(
     return True
 
 
-def _cause(results: list[dict[str, Any]]) -> tuple[str, str]:
+def _cause(results: list[dict[str, Any]]) -> tuple[str, str, dict[str, str]]:
     """The slow replica's cause from its own server's metrics in either of its rounds (the
-    server's own evidence, preemption before queue), and the evidence for it."""
-    causes = [_server_cause(r.get("server")) for r in results]
-    return next((c for c in causes if c[0] != "replica_slow"), causes[0])
+    server's own evidence, preemption before queue), and the evidence for it (in English, and
+    in every language from the same round's server)."""
+    causes = [(*_server_cause(r.get("server")), r.get("server") or {}) for r in results]
+    cause, why, server = next((c for c in causes if c[0] != "replica_slow"), causes[0])
+    return (
+        cause,
+        why,
+        {lang: why if lang == "en" else replica_why(cause, server, lang) for lang in LANGS},
+    )
 
 
 def _server_cause(server: dict[str, Any] | None) -> tuple[str, str]:
@@ -126,6 +134,13 @@ def _balance(via: dict[str, Any], slow: set[str], found: Replicas) -> dict[str, 
         weighted = f" (its weight in the upstream: {weight:g})" if weight not in (None, 1.0) else ""
         result["unbalanced"] = {
             "replica": worst,
+            # The numbers the text says, for its other languages (replica_words).
+            "served": off[worst],
+            "of": fair_total,
+            "share": off[worst] / fair_total,
+            "equal_share": p,
+            "band": outliers.ROBUST_SDS * sd / fair_total,
+            "weight": weight,
             "text": f"{worst} served {off[worst]:g} of {fair_total:g} requests through the "
             f"balancer ({off[worst] / fair_total:.0%}) against an equal share of {p:.0%} "
             f"(+-{outliers.ROBUST_SDS * sd / fair_total:.0%} by chance){weighted}",
@@ -158,7 +173,7 @@ def judge(
     evidence: dict[str, str] = {}
     for url, results in rounds.items():
         slower = _slower(url, rounds, noise)
-        cause, why = _cause(results) if slower else (None, None)
+        cause, why, why_texts = _cause(results) if slower else (None, None, None)
         result = results[0]
         if cause is not None:
             text = f"{url}: " + "; ".join(s["text"] for s in slower) + f" ({why})"
@@ -167,7 +182,7 @@ def judge(
             "url": url, "error": result.get("error"), "steady": result.get("steady"),
             "server": result.get("server"),
             "repeat": {k: results[-1].get(k) for k in ("error", "steady", "server")},
-            "slower": slower, "cause": cause, "why": why,
+            "slower": slower, "cause": cause, "why": why, "why_texts": why_texts,
         })  # fmt: skip
     slow = [r for r in listed if r["cause"] is not None]
     look_at = max(slow, key=lambda r: len(r["slower"]), default=None)
@@ -175,7 +190,7 @@ def judge(
     for key, cause in (("sticky", "balancer_sticky"), ("unbalanced", "balancer_unbalanced")):
         if balance and balance[key]:
             evidence[cause] = balance[key]["text"]
-    return {
+    judged = {
         "replicas": listed,
         "slow": [r["url"] for r in slow],
         "look_at": None if look_at is None
@@ -187,3 +202,5 @@ def judge(
         "causes": sorted(evidence),
         "evidence": evidence,
     }  # fmt: skip
+    # Each cause's evidence in every language: a finding quotes it in its own (LAT074-LAT078).
+    return {**judged, "evidence_texts": evidence_texts(judged)}

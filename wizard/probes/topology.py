@@ -4,7 +4,8 @@ Pastes differ from the terminal: the table indented or quoted (``> ``, ``|`` pip
 rows wrapped onto the next line, the legend indented below it (or wrapped into it), a second copy
 of the table. So only the devices the header names count, each once; rows end at the legend; a
 row is read against its own ``X`` (its diagonal), so a cell lost or added by a paste does not shift
-the rest; a wrapped row continues on the next line. What was realigned or skipped is in ``notes``.
+the rest; a wrapped row continues on the next line. What was realigned or skipped is in ``notes``
+(English) and ``notes_texts`` (each note in every language).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import re
 from itertools import combinations
 from typing import Any
+
+from wizard.words import texts
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 DEVICE = re.compile(r"^GPU\d+$")
@@ -70,10 +73,10 @@ def parse_topology(text: str) -> dict[str, Any]:
     found = _header(lines)
     if found is None:
         return {"gpus": 0, "nvlink_all_pairs": None, "pairs": [], "error": NO_MATRIX,
-                "notes": []}  # fmt: skip
+                **_notes([])}  # fmt: skip
     at, columns = found
     rows: dict[str, list[str]] = {}
-    notes: list[str] = []
+    notes: list[dict[str, str]] = []  # each in every language
     last: str | None = None
     for number, words in enumerate(lines[at + 1 :], at + 2):
         if words[:1] and words[0].rstrip(":") in ("Legend", "NIC"):
@@ -82,14 +85,14 @@ def parse_topology(text: str) -> dict[str, Any]:
             continue
         name = words[0]
         if rows.get(name):
-            notes.append(f"line {number}: a second {name} row (the table pasted twice?): ignored")
+            notes.append(texts("topnote.twice", number=number, name=name))
             break
         if name in columns:
             rows[name], last = words[1:], name
         elif last is not None and all(LINK.match(w) or re.match(r"^[\d,\-]+$", w) for w in words):
             rows[last] += words  # the row wrapped onto this line
         elif COLUMN.match(name) or DEVICE.match(name):
-            notes.append(f"line {number}: {name} is not in the header: ignored")
+            notes.append(texts("topnote.not_in_header", number=number, name=name))
     links: dict[tuple[str, str], str] = {}
     # Each once: a header that names a GPU again (a doubled paste) must not multiply the pairs.
     devices = list(dict.fromkeys(c for c in columns if DEVICE.match(c) and c in rows))
@@ -100,17 +103,24 @@ def parse_topology(text: str) -> dict[str, Any]:
                 links[(name, column)] = cell
     if links and not any(LEVEL.match(cell) for cell in links.values()):
         # All OK/NS: the peer-access matrix of `nvidia-smi topo -p2p`, which says nothing of links.
-        return {"gpus": 0, "nvlink_all_pairs": None, "pairs": [], "notes": notes,
+        return {"gpus": 0, "nvlink_all_pairs": None, "pairs": [], **_notes(notes),
                 "error": P2P_MATRIX}  # fmt: skip
     pairs = [
         {"a": a, "b": b, "link": links.get((a, b)) or links.get((b, a)) or "?"}
         for a, b in combinations(devices, 2)
     ]
     all_nvlink = all(p["link"].startswith("NV") for p in pairs) if pairs else None
-    return {"gpus": len(devices), "nvlink_all_pairs": all_nvlink, "pairs": pairs, "notes": notes}
+    return {"gpus": len(devices), "nvlink_all_pairs": all_nvlink, "pairs": pairs, **_notes(notes)}
 
 
-def _aligned(name: str, cells: list[str], columns: list[str], notes: list[str]) -> list[str]:
+def _notes(notes: list[dict[str, str]]) -> dict[str, Any]:
+    """``notes`` in English (as scripts read them) and ``notes_texts``, each in every language."""
+    return {"notes": [said["en"] for said in notes], "notes_texts": notes}
+
+
+def _aligned(
+    name: str, cells: list[str], columns: list[str], notes: list[dict[str, str]]
+) -> list[str]:
     """``cells`` placed so that the row's own ``X`` sits in its own column."""
     own = columns.index(name)
     if own < len(cells) and cells[own] == "X":
@@ -118,12 +128,12 @@ def _aligned(name: str, cells: list[str], columns: list[str], notes: list[str]) 
     if "X" not in cells[: len(columns) + 2]:
         links = len([c for c in cells[: len(columns)] if LINK.match(c)])
         if links == len(columns) - 1:  # its own cell was blank (a tab-separated paste lost it)
-            notes.append(f"{name}: its own X is missing: put back in its column")
+            notes.append(texts("topnote.x_missing", name=name))
             return [*cells[:own], "X", *cells[own:]]
-        notes.append(f"{name}: its row has no X: read as printed")
+        notes.append(texts("topnote.no_x", name=name))
         return cells
     shift = cells.index("X") - own
-    notes.append(f"{name}: its row was shifted by {shift} cell(s) in the paste: realigned on its X")
+    notes.append(texts("topnote.shifted", name=name, shift=shift))
     return cells[shift:] if shift > 0 else ["?"] * -shift + cells
 
 
