@@ -154,6 +154,11 @@ def walk_command(scenario: str, nginx: bool, withheld: tuple[str, ...], path: Pa
     )  # fmt: skip
 
 
+# Under pytest-xdist one worker runs the whole table (its pool walks every row as soon as one is
+# asked for: split across workers, each would walk all twenty).
+pytestmark = pytest.mark.xdist_group("truth_table")
+
+
 @pytest.fixture(scope="module")
 def walks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WalkPool]:
     pool = WalkPool(tmp_path_factory.mktemp("truth-table"))
