@@ -184,20 +184,21 @@ def test_demo_interrupted_cleans_up_and_keeps_the_transcript(tmp_path: Path) -> 
 
 
 def test_demo_removes_its_folders_on_error_unless_asked_to_keep_them(tmp_path: Path) -> None:
-    """The answers file is read once the stack runs: a bad one is an error after the folders
-    exist. They are removed, or kept and named with --keep-files."""
-    answers = tmp_path / "answers.yaml"
-    answers.write_text("gpus: -3\n")
+    """A transcript path that exists is refused once the stack runs (its header is written then):
+    an error after the folders exist. They are removed, or kept and named with --keep-files."""
+    existing = tmp_path / "t.ndjson"
+    existing.write_text("")
     for keep in (False, True):
         temporary = tmp_path / f"tmp-{keep}"
         temporary.mkdir()
         result = subprocess.run(
-            wizard_command("demo", "--answers", str(answers), "--transcript", str(tmp_path / "t"),
+            wizard_command("demo", "--auto", "--no-nginx", "--transcript", str(existing),
                            *(["--keep-files"] if keep else [])),
             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
             env={**os.environ, "TMPDIR": str(temporary)},
         )  # fmt: skip
-        assert result.returncode == 2, result.stderr
+        assert result.returncode == 1, result.stderr
+        assert "already exists; choose another --transcript" in result.stderr
         left = sorted(str(folder) for folder in temporary.iterdir())
         kept = sorted(line.removeprefix("kept: ") for line in result.stdout.splitlines()
                       if line.startswith("kept: "))  # fmt: skip

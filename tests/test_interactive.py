@@ -199,7 +199,11 @@ def wait_for_event(path: Path, kind: str, child: pexpect.spawn, timeout: float =
 
 
 # A prompt as questionary draws it: a confirm's (Y/n) or (y/N), a select's arrow-keys instruction.
-PROMPTS = [r"\(Y/n\)", r"\(y/N\)", r"\(Use arrow keys\)|（用方向键选择）"]
+# The terminal may wrap a long question anywhere in its instruction (between two characters of
+# "（用方向键选择）", with colour resets around the line break): match it across one.
+WRAPPED = r"(?:\x1b\[[0-9;]*m|\s)*"
+PROMPTS = [r"\(Y/n\)", r"\(y/N\)",
+           r"\(Use" + WRAPPED + r"arrow" + WRAPPED + r"keys\)|" + WRAPPED.join("（用方向键选择）")]  # fmt: skip
 
 
 @pytest.mark.skipif(

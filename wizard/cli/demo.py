@@ -47,13 +47,14 @@ def demo_command(args: argparse.Namespace) -> int:
     scenario = get_scenario(args.scenario)  # unknown names fail before anything starts
     flags = engine_flags(args.engine_flag)
     book = playbook.load()
+    # A bad answers file is refused before anything starts (or any folder is made).
+    answers = ScriptedOperator.from_file(Path(args.answers), book) if args.answers else None
     screen = console()
     stack = DemoStack(args.scenario, with_nginx=not args.no_nginx)
     stack.sim_flags.update(flags)
-
-    # A bad answers file is refused before anything starts.
-    if args.answers:
-        operator: Any = ScriptedOperator.from_file(Path(args.answers), book, stack)
+    if answers is not None:
+        answers.applier = stack
+        operator: Any = answers
     elif args.auto or not sys.stdin.isatty():
         operator = AutoOperator(stack)
     else:
