@@ -253,3 +253,31 @@ def test_the_demo_walk_in_a_terminal_reads_as_sentences(lang: str, tmp_path: Pat
         assert raw_values(summary.stdout, html=fmt == "html") == [], fmt
         if lang == "zh":
             assert english_sentences(summary.stdout, html=fmt == "html") == [], fmt
+
+
+def test_a_refused_typed_answer_is_said_in_the_walks_language(tmp_path: Path) -> None:
+    """A number typed wrong at a prompt is refused in the walk's language (it printed the
+    English line in a Chinese walk), and the question is asked again."""
+    script = tmp_path / "ask.py"
+    script.write_text(
+        "import asyncio\n"
+        "from wizard.operator import InteractiveOperator\n"
+        "from wizard.playbook import Question\n"
+        "q = Question('gpus', 'number', {'en': 'How many GPUs?', 'zh': '几张 GPU？'})\n"
+        "print('ANSWER', asyncio.run(InteractiveOperator().ask(q, 1, 'zh')))\n"
+    )
+    env = {
+        **os.environ,
+        "PROMPT_TOOLKIT_NO_CPR": "1",
+        "PYTHONPATH": str(Path(__file__).parent.parent),
+    }
+    child = pexpect.spawn(sys.executable, [str(script)], encoding="utf-8", timeout=30, env=env)
+    child.expect("几张 GPU")
+    time.sleep(0.5)
+    child.send("\x15-3\r")  # Ctrl-U clears the default, then a negative count
+    child.expect("'gpus' 的回答必须大于或等于 0，给出的是负数")
+    child.expect("几张 GPU")
+    time.sleep(0.5)
+    child.send("\x152\r")
+    child.expect("ANSWER 2")
+    child.expect(pexpect.EOF)
