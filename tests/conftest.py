@@ -5,9 +5,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,6 +21,7 @@ import httpx
 import pytest
 
 from tests.realvllm import REAL_API_KEY, RealVllm, vllm_python
+from tests.recorder import Recorder
 from wizard import transcript
 
 URL_LINE = re.compile(r"listening on (http://\S+)")
@@ -193,6 +197,11 @@ def pytest_configure(config: pytest.Config) -> None:
     the demo outlived its 60 s). The tests stand for a user at a terminal, where SIGINT is live."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Transcripts are signed with a key in the user's config folder (wizard/signing.py): the
+    # tests and the walks they start keep theirs in a folder of their own, never the user's.
+    config_home = tempfile.mkdtemp(prefix="latency-wizard-config-")
+    os.environ["XDG_CONFIG_HOME"] = config_home
+    config.add_cleanup(lambda: shutil.rmtree(config_home, ignore_errors=True))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -324,3 +333,14 @@ def playbook_with_probes_only(
     path = tmp_path / "playbook-probes-only.yaml"
     path.write_text(yaml.safe_dump(book, allow_unicode=True), encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    """A loopback listener that keeps every request's headers (tests/recorder.py)."""
+    server = Recorder()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()

@@ -149,9 +149,11 @@ def test_resume_salvage_sets_the_torn_tail_aside_and_completes(
     with path.open("ab") as handle:
         handle.write(torn)
     kept = len(transcript.load(path, salvage=True).events)
-    refused = cli("resume", str(path), "--answers", str(answers))
+    refused = cli("resume", str(path), "--answers", str(answers), "--target", healthy_sim.url)
     assert refused.returncode == 1 and "--salvage keeps the" in refused.stderr
-    resumed = cli("resume", str(path), "--answers", str(answers), "--salvage")
+    resumed = cli(
+        "resume", str(path), "--answers", str(answers), "--salvage", "--target", healthy_sim.url
+    )
     assert_walk_exit(resumed, path)
     aside = path.with_name(path.name + ".torn")
     assert aside.read_bytes() == torn

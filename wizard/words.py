@@ -158,7 +158,39 @@ WORDS: dict[str, dict[str, str]] = {
     "playbook.ok": {"en": "ok: {path}: {nodes} nodes in {stages} stages, {findings} findings, {covered} procedure items covered, {acted} acted on by a rule, a probe or the audit",
                     "zh": "通过：{path}：{stages} 个阶段中的 {nodes} 个节点，{findings} 项发现，覆盖 {covered} 个流程条目，其中 {acted} 个由规则、探测或审计执行"},
     "replay.not_shown": {"en": "event {seq} ({type}) not shown: {why}", "zh": "第 {seq} 个事件（{type}）无法显示：{why}"},
-    "replay.heading": {"en": "{path}: verified, {n} events, target {target}", "zh": "{path}：已验证，{n} 个事件，目标 {target}"},
+    "replay.heading": {"en": "{path}: hash chain verified, {n} events, target {target}", "zh": "{path}：哈希链已验证，{n} 个事件，目标 {target}"},
+    # What a transcript's signature says (transcript.Signature), and so what its chain proves.
+    "transcript.signature.signed": {
+        "en": "signed by this machine's key: unchanged since it was written here (an edit, even one that rebuilt the hash chain, would break the signature)",
+        "zh": "由本机密钥签名：写下之后没有被改动（任何改动，即使重建了哈希链，都会使签名失效）"},
+    "transcript.signature.unsigned": {
+        "en": "not signed: the hash chain proves only that nothing was damaged by accident (a cut write, a changed byte), not that nobody edited it on purpose and rebuilt the chain; its target and URLs are not trusted",
+        "zh": "未签名：哈希链只能证明它没有意外损坏（写入中断、字节改变），不能证明没有人故意改动并重建了哈希链；其中的目标和 URL 不被信任"},
+    "transcript.signature.elsewhere": {
+        "en": "not signed by this machine (signed with another key): the hash chain proves only that nothing was damaged by accident, not that nobody edited it on purpose and rebuilt the chain; its target and URLs are not trusted",
+        "zh": "不是由本机签名（用另一个密钥签名）：哈希链只能证明它没有意外损坏，不能证明没有人故意改动并重建了哈希链；其中的目标和 URL 不被信任"},
+    "transcript.signature.mismatch": {
+        "en": "signature does not match from line {line}: changed after this machine signed it (an edit that rebuilt the hash chain) or continued elsewhere; the hash chain alone cannot tell a deliberate edit; its target and URLs are not trusted",
+        "zh": "从第 {line} 行起签名不符：本机签名之后被改动过（重建了哈希链的改动），或在别处被续写；仅凭哈希链无法发现故意的改动；其中的目标和 URL 不被信任"},
+    # A transcript's URLs are data (cli/authority.py): shown, confirmed, never given the key unasked.
+    "authority.shown": {"en": "{path} names {url} as the {flag} (this command line did not)",
+                        "zh": "{path} 把 {url} 记为 {flag}（本次命令行没有给出）"},
+    "authority.refused": {
+        "en": "{path} names {urls}, which this command line did not: a transcript does not choose where requests and the API key go; pass {flags} to confirm",
+        "zh": "{path} 记录了 {urls}，而本次命令行没有给出：记录不能决定请求和 API 密钥发往哪里；请传入 {flags} 以确认"},
+    "authority.ask": {"en": "Send requests to {urls}, named only by the transcript?",
+                      "zh": "向仅由记录给出的 {urls} 发送请求吗？"},
+    "authority.declined": {"en": "stopped: nothing was sent to {urls}", "zh": "已停止：没有向 {urls} 发送任何内容"},
+    "authority.no_key": {
+        "en": "the API key is not sent to {urls}: only to URLs named on the command line ({flags})",
+        "zh": "API 密钥不会发往 {urls}：只发往命令行中给出的 URL（{flags}）"},
+    # export -o: nothing is overwritten by surprise (cli/output.py).
+    "export.same_file": {"en": "-o {path} is the transcript being exported: it is not overwritten; choose another file",
+                         "zh": "-o {path} 就是正在导出的记录：不会覆盖它；请换一个文件"},
+    "export.symlink": {"en": "-o {path} is a symbolic link: it is not followed; name the file itself",
+                       "zh": "-o {path} 是符号链接：不会跟随它；请直接给出文件本身"},
+    "export.exists": {"en": "-o {path} already exists: pass --force to replace it", "zh": "-o {path} 已存在：传入 --force 才会替换它"},
+    "error.replicas_not_urls": {"en": "{path}: the header's replicas are not a list of URLs", "zh": "{path}：头部的 replicas 不是 URL 列表"},
     "replay.incomplete": {"en": " (incomplete: continue it with 'latency-wizard resume')", "zh": "（未完成：用 'latency-wizard resume' 继续）"},
     "path.direct": {"en": "direct", "zh": "直连"},
     "path.proxy": {"en": "proxy", "zh": "经代理"},
