@@ -12,8 +12,10 @@ import json
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from tests.conftest import wizard_command
@@ -192,3 +194,27 @@ def test_a_resumed_transcript_stays_signed_only_when_all_of_it_was(
     writer.append("note", None, {"text": "appended to a forgery"})  # not signed: it would bless it
     writer.close()
     assert transcript.load(path).signature == transcript.Signature("mismatch", 5)
+
+
+@pytest.mark.parametrize("answer", ["y", "n"])
+def test_at_a_terminal_the_transcripts_url_is_asked_and_never_gets_the_key(
+    recorder: Recorder, tmp_path: Path, answer: str
+) -> None:
+    path = forged(tmp_path, recorder.url)
+    env = {**os.environ, "VLLM_API_KEY": KEY, "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm"}
+    child = pexpect.spawn(sys.executable, ["-m", "wizard", "replay", str(path), "--rerun"],
+                          env=env, encoding="utf-8", timeout=120, dimensions=(40, 200))  # fmt: skip
+    child.expect(f"names {recorder.url} as the --target")
+    child.expect(r"Send requests to .*, named only by the transcript\?")
+    assert recorder.seen == []  # nothing before the answer
+    child.send(answer)
+    if answer == "y":
+        child.expect("the API key is not sent to")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert keyed(recorder) == []
+    if answer == "y":
+        assert child.exitstatus == 0 and recorder.seen  # reached, without the key
+    else:
+        assert child.exitstatus == 1 and recorder.seen == []
+        assert f"stopped: nothing was sent to {recorder.url}" in child.before
