@@ -85,7 +85,7 @@ def test_a_torn_transcript_is_said_in_chinese(tmp_path: Path) -> None:
     ]
     # The terminal's width wraps the heading where it may (a long temporary path): read unwrapped.
     unwrapped = "".join(replayed.stdout.split())
-    assert f"{path}：已验证，{kept}个事件，目标http://" in unwrapped, replayed.stdout
+    assert f"{path}：哈希链已验证，{kept}个事件，目标http://" in unwrapped, replayed.stdout
     assert "（未完成：用'latency-wizardresume'继续）" in unwrapped, replayed.stdout
     text = cli("export", str(path), "--salvage", "--format", "text", "--lang", "zh").stdout
     assert f"（已抢救：第 {torn_line} 行（{torn_bytes} 字节）未保留：最后一行不完整" in text, text
