@@ -40,6 +40,23 @@ def export(path: Path, fmt: str, *extra: str) -> str:
     return result.stdout
 
 
+BAND = re.compile(r"±\s*([\d,]+(?:\.\d+)?)\s*%")
+
+
+@pytest.mark.parametrize(
+    "path", [*EXAMPLES, *sorted(FIXTURES.glob("*.ndjson"))], ids=lambda p: p.name
+)
+def test_no_export_or_replay_shows_a_band_beyond_100_percent(path: Path) -> None:
+    """A band beyond ±100 % (an A/A pair that moved more than 2x, a ratio of near-zero medians)
+    is no noise estimate: every reader says why instead of printing it."""
+    shown = [export(path, fmt) for fmt in ("md", "text")]
+    replay = subprocess.run(wizard_command("replay", str(path)), capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
+    shown.append(replay.stdout)
+    bands = [float(b.replace(",", "")) for text in shown for b in BAND.findall(text)]
+    assert all(band <= 100 for band in bands), sorted(bands)[-3:]
+
+
 def test_numbers_are_written_for_people() -> None:
     assert (percent(0.0011101859561476468), percent(0.209), percent(1.0), percent(0.0)) == (
         "0.1 %", "21 %", "100 %", "0 %",
@@ -61,8 +78,12 @@ def test_text_leads_with_the_cause_the_change_and_its_proven_effect() -> None:
     assert lines[3] == "The one change: `proxy_buffering off;` (proxy_buffering on -> off)"
     effect = lines[4]
     assert effect.startswith("Proven effect: LAT001 cause gone in proxy#2: ")
-    # The walk's own comparison, as it judged it (a wide A/A band made it "within noise").
-    assert "TTFT p50 141 -> 24.6 ms (-83 %), within noise (±147 % noise)" in effect
+    # The walk's own comparison, as it judged it (a wide A/A band made it "within noise"); the band
+    # itself (±147 %) bounds nothing and is not shown.
+    assert (
+        "TTFT p50 141 -> 24.6 ms (-83 %), within noise "
+        "(no band: the same round measured twice moved by more than 2x)" in effect
+    )
     assert "events per read 11 -> 1 (typical)" in effect
     assert "Outcome: no cause remains" in lines
     # The incident's proxy baseline (141 ms) beside its final state (22.1 ms), not the post-fix one only.

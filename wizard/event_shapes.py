@@ -168,6 +168,8 @@ SHAPES: dict[str, Any] = {
                 "verdict": str,
                 "noise_band?": OPT_NUMBER,
                 "relative_change?": OPT_NUMBER,
+                # Why no band is given (measure.NEAR_ZERO, TOO_WIDE, FEW_SAMPLES).
+                "reason?": Opt(OneOf(("near_zero_median", "band_too_wide", "too_few_samples"))),
             }
         ],
     },

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from wizard.probes.stream import ENDPOINT_PATHS
-from wizard.render_events import loadgen_outcome, pick
+from wizard.render_events import band_word, loadgen_outcome, pick
 from wizard.words import (
     count,
     joined,
@@ -359,8 +359,8 @@ def _effect_text(effect: dict[str, Any] | None, lang: str) -> dict[str, str]:
 def verdict_text(segment: dict[str, Any], lang: str) -> str:
     """A segment's verdict as words, with the noise band it was judged against."""
     word = verdict_word("expected" if segment.get("expected") else segment["verdict"], lang)
-    if segment["verdict"] == "within noise" and segment.get("noise_band") is not None:
-        word = paren(word, say("noise_band", lang, band=percent(segment["noise_band"])), lang)
+    if not segment.get("expected") and (band := band_word(segment, lang)):
+        word = paren(word, band, lang)
     return word
 
 
