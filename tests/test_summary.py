@@ -8,6 +8,7 @@ restart), and auth-required walked without the key (every round and LoadGen run 
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import re
@@ -388,3 +389,37 @@ def test_chart_axis_labels_never_overlap(transcript_path: Path, tmp_path: Path) 
         assert len(labels) >= 2, chart  # a scale to read, not a bare axis
         for upper, lower in itertools.pairwise(labels):
             assert upper["bottom"] <= lower["top"], (chart["title"], upper, lower)
+
+
+def test_a_walk_that_changed_nothing_shows_no_final_state_and_no_change_validation() -> None:
+    """Both changes were refused (two parameters): nothing was changed, so no "incident -> final"
+    difference (TTFT 22.2 -> 32.5 ms read as an effect) and no "every change together"."""
+    text = export(REFUSED, "text")
+    assert "-> final" not in text and "every change together" not in text
+    assert "direct p50 (incident): TTFT 22.2 ms, TPOT 12.2 ms" in text
+    md = export(REFUSED, "md")
+    assert "## Baseline (the incident's first rounds; nothing was changed)" in md
+    assert "| final, steady |" not in md and "beside the final state" not in md
+    zh = export(REFUSED, "md", "--lang", "zh")
+    assert "未做任何变更" in zh and "最终" not in zh.split("##")[2]
+
+
+def test_a_validation_with_nothing_changed_is_the_same_server_measured_again(
+    tmp_path: Path,
+) -> None:
+    """LoadGen run twice on a walk that changed nothing is no "every change together"."""
+    from tests.forge import read_records, write_rechained
+
+    header, events = read_records(REFUSED)
+    _, nginx_events = read_records(NGINX)
+    validation = next(e for e in nginx_events if e["type"] == "comparison"
+                      and e["data"]["against"] == "before the changes")  # fmt: skip
+    same = copy.deepcopy(validation)
+    same["data"]["against"] = "the same run earlier (nothing changed)"
+    end = len(events) - 1 if events[-1]["type"] == "end" else len(events)
+    path = write_rechained(tmp_path / "t.ndjson", header, [*events[:end], same, *events[end:]])
+    text = export(path, "text")
+    # (its LoadGen runs are not in this walk, so their path is unknown here)
+    assert "path (the same server, measured again): TTFT p50" in text
+    assert "every change together" not in text
+    assert "同一服务器再测一次" in export(path, "md", "--lang", "zh")
