@@ -455,8 +455,10 @@ async def _probe(
                        # Which rounds measured one state (pooled when judged): the same round,
                        # after as many changes.
                        "repeat_of": str(repeat_of) if repeat_of else None,
-                       # Still contended after its repeats: its timings judge nothing.
+                       # Still contended after its repeats: its timings judge only an effect
+                       # larger than its client's worst late wake-up (contention.beyond).
                        "client_contended": contention.contended(result.facts),
+                       "client_lag_max_ms": (result.facts.get("client") or {}).get("loop_lag_max_ms"),
                        "changes_before": len(session.changes),
                        "after_change": bool(session.changes) and session.changes[-1].get("measured") is False,
                        "restarted_before": bool(session.changes) and session.changes[-1].get("restarted", False)
@@ -851,8 +853,9 @@ def _compare(
         return
     results = compare_rounds([m["values"] for m in before], [m["values"] for m in after],
                              COMPARED_SEGMENTS, session.facts.get("noise"))  # fmt: skip
-    # A round whose client stayed contended timed the client, not the server: no verdict.
-    contended = any(m.get("client_contended") for m in (*before, *after))
+    # A round whose client stayed contended timed the client too: a verdict stands only when the
+    # effect is larger than the worst its client's contention could add (contention.beyond).
+    contended, lag = contention.contention_ms([*before, *after])
     segments = []
     for result in results:
         if result.segment in COMPARED_SEGMENTS:
@@ -860,7 +863,9 @@ def _compare(
             # A trade-off the finding predicted (bursts hid the real gaps) is not a regression.
             row["expected"] = result.verdict == "regressed" and result.segment in expected_worse
             if contended:
-                row.update(verdict="inconclusive", client_contended=True, expected=False)
+                row["contention_ms"] = lag
+                if lag is None or not contention.beyond(result.ci_low_ms, result.ci_high_ms, lag):
+                    row.update(verdict="inconclusive", client_contended=True, expected=False)
             segments.append(row)
     data = {"against": against, "before": before[0]["round"], "after": after[0]["round"],
             "before_rounds": [m["round"] for m in before],
