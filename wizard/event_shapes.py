@@ -183,7 +183,8 @@ SHAPES: dict[str, Any] = {
     "inconclusive": {"code": str, "rounds": [str], "reason": str},
     "resume": {"at": ANY, "server?": Opt(dict)},
     "config_check": {"verdict": str, "text": ANY, "texts?": Opt(dict)},
-    "noise": {"bands": Each(NUMBER), "rounds": [str]},
+    # ``unstable``: the segments on which the pair disagreed beyond its own intervals (stability.py).
+    "noise": {"bands": Each(NUMBER), "rounds": [str], "unstable?": Opt(Each(NUMBER))},
     "note": {"text": str},
     "measurement": {
         "as": str,

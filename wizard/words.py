@@ -298,6 +298,12 @@ WORDS: dict[str, dict[str, str]] = {
                                     "zh": "新的一次启动没有记录配置（日志中没有 `non-default args` 行），"
                                           "单项修改核对无从比较：需要新启动从第一行开始的日志"},
     "note.no_earlier": {"en": "no earlier {round} round to compare with", "zh": "没有更早的 {round} 轮次可比较"},
+    "note.baseline_disagrees": {"en": "{round} and its repeat disagree beyond their own intervals ({moved}): measuring the repeat again ({again})",
+                                "zh": "{round} 与其重复测量的差异超出各自的区间（{moved}）：再测一次（{again}）"},
+    "note.baseline_unstable": {"en": "{round} is not stable: measured again, its repeat still disagrees ({moved}); a rule that depends on which of the two is believed is inconclusive",
+                               "zh": "{round} 不稳定：再测一次后仍不一致（{moved}）；取决于相信哪一轮的规则无定论"},
+    "reason.baseline_unstable": {"en": "the baseline is not stable ({round}, A vs A: {moved})",
+                                 "zh": "基线不稳定（{round}，A/A 对比：{moved}）"},
     "note.inconclusive": {"en": "a verdict is inconclusive after {n} round(s): measuring {round} again ({label}) to narrow its interval",
                           "zh": "{n} 轮后结论仍无定论：再次测量 {round}（{label}）以缩小区间"},
     "note.contended_again": {"en": "the measuring client was contended in {round} ({why}): measuring it again ({n} of {most})",
