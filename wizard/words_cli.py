@@ -742,6 +742,8 @@ examples:
                                    "zh": "给引擎用的 GPU 显存比例（不设时：0.92）"},
     "sim.sse_keep_alive_interval": {"en": "seconds between ': keep-alive' comments while a stream is idle (0 = off)",
                                     "zh": "流空闲时两条 ': keep-alive' 注释之间的秒数（0 = 关闭）"},
+    "sim.step_drift": {"en": "a server that slows as it runs: each step takes (1 + F x steps done / 1000) times as long (default 0)",
+                       "zh": "运行中逐渐变慢的服务器：每步耗时为 (1 + F × 已完成步数 / 1000) 倍（默认 0）"},
     "sim.gpu_memory_gib": {"en": "simulated device memory (default 80)", "zh": "模拟的设备显存（默认 80）"},
     "sim.gpu_memory_bandwidth_gbps": {
         "en": "simulated device memory bandwidth in GB/s, which decode steps read the KV cache at "
