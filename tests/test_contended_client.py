@@ -115,6 +115,10 @@ def test_a_contended_round_is_measured_again_then_called_inconclusive(
     again = [e["data"]["text"] for e in events if e["type"] == "note"
              if "measuring client was contended in direct " in e["data"]["text"]]  # fmt: skip
     assert len(again) == 2, again  # measured again twice, then judged as it is
+    # Said in every language with the client's own reason in that language (zh printed English).
+    zh = [e["data"]["texts"]["zh"] for e in events if e["type"] == "note"
+          if "measuring client was contended in direct " in e["data"]["text"]]  # fmt: skip
+    assert len(zh) == 2 and not any("kept waiting for a CPU" in text for text in zh), zh
     unjudged = {e["data"]["code"]: e["data"] for e in events if e["type"] == "inconclusive"}
     assert "direct" in unjudged["LAT042"]["rounds"]
     assert "waiting for a CPU" in unjudged["LAT042"]["reason"]

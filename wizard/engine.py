@@ -451,7 +451,7 @@ async def _probe(
         ):
             break
         note(session, node.id, "note.contended_again", round=label, n=again, most=contention.REMEASURES,
-             why=result.facts["client"].get("reason") or "")  # fmt: skip
+             why=_client_reason(result.facts["client"]))  # fmt: skip
         result = await run_once()
     session.facts[call.as_] = result.facts if result.error is None else {"error": result.error}
     session.stage_errors += result.error is not None
@@ -488,6 +488,12 @@ async def _probe(
     if compare_with and result.error is None:
         _side_by_side(session, node, str(compare_with), call.as_)
     return result.facts
+
+
+def _client_reason(client: dict[str, Any]) -> dict[str, str] | str:
+    """Why the client doubted its timing, in every language the probe said it (a zh walk's note
+    printed the English reason)."""
+    return client.get("reason_texts") or client.get("reason") or ""
 
 
 def _side_by_side(session: Session, node: Node, before_as: str, after_as: str) -> None:
