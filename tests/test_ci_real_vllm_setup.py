@@ -70,36 +70,60 @@ def test_no_cpu_torch_reachable_is_exit_3_with_the_reason(tmp_path: Path, empty_
     assert not list(target.glob("lib/python3*/site-packages/torch"))
 
 
-def fake_installed_vllm(target: Path, cuda: str | None) -> Path:
-    """A venv where ``import vllm`` works and ``torch.version.cuda`` is ``cuda``.
+def fake_installed_vllm(target: Path, cuda: str | None, kernels: bool = True) -> Path:
+    """A venv where ``import vllm`` works, ``torch.version.cuda`` is ``cuda`` and vLLM's CPU
+    kernels register their ops (or, without ``kernels``, fail to, as without libnuma).
 
-    Stands for an earlier install, to check what the script says of the torch it finds."""
+    Stands for an earlier install, to check what the script says of what it finds."""
     venv.create(target, with_pip=False)
     site = next(target.glob("lib/python3*/site-packages"))
-    (site / "vllm").mkdir()
-    (site / "vllm" / "__init__.py").write_text("")
     (site / "torch").mkdir()
-    (site / "torch" / "__init__.py").write_text("from . import version\n__version__ = '2.13.0'\n")
+    (site / "torch" / "__init__.py").write_text(
+        "from types import SimpleNamespace\n"
+        "from . import version\n"
+        "__version__ = '2.13.0'\n"
+        "ops = SimpleNamespace(_C=SimpleNamespace())\n"
+    )
     (site / "torch" / "version.py").write_text(f"cuda = {cuda!r}\n")
+    (site / "vllm" / "platforms").mkdir(parents=True)
+    (site / "vllm" / "__init__.py").write_text("")
+    (site / "vllm" / "platforms" / "__init__.py").write_text("")
+    (site / "vllm" / "platforms" / "cpu.py").write_text(
+        "import torch\n"
+        "class CpuPlatform:\n"
+        "    @classmethod\n"
+        "    def import_kernels(cls):\n"
+        f"        if {kernels}:\n"
+        "            torch.ops._C.init_cpu_memory_env = lambda nodes: None\n"
+    )
     return target / "bin" / "python"
+
+
+def install(target: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(INSTALL), str(target)], capture_output=True, text=True, timeout=60)
 
 
 def test_a_cuda_torch_is_refused_clearly(tmp_path: Path) -> None:
     fake_installed_vllm(tmp_path / "v", cuda="12.8")
-    result = subprocess.run(
-        [str(INSTALL), str(tmp_path / "v")], capture_output=True, text=True, timeout=60
-    )
+    result = install(tmp_path / "v")
     assert result.returncode == 1
     assert result.stdout == ""
     assert "torch 2.13.0 in " in result.stderr
     assert "is a CUDA build (CUDA 12.8); the real vLLM needs the CPU build" in result.stderr
 
 
-def test_a_cpu_torch_is_taken(tmp_path: Path) -> None:
+def test_vllm_kernels_that_do_not_load_are_refused(tmp_path: Path) -> None:
+    """As on a fresh Debian without libnuma: `import vllm` works, its server's worker would not."""
+    fake_installed_vllm(tmp_path / "v", cuda=None, kernels=False)
+    result = install(tmp_path / "v")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "vLLM's CPU kernels do not load here" in result.stderr
+
+
+def test_a_cpu_torch_with_its_kernels_is_taken(tmp_path: Path) -> None:
     python = fake_installed_vllm(tmp_path / "v", cuda=None)
-    result = subprocess.run(
-        [str(INSTALL), str(tmp_path / "v")], capture_output=True, text=True, timeout=60
-    )
+    result = install(tmp_path / "v")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(python)
 
