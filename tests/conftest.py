@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.realvllm import REAL_API_KEY, RealVllm, vllm_python
+from tests.realvllm import REAL_API_KEY, RealVllm, host_dtype, vllm_python
 from tests.recorder import Recorder
 from wizard import transcript
 
@@ -251,9 +251,22 @@ class RealVllmPool:
             server.stop()
 
 
+# The real servers' --dtype and why, once a real-vLLM test has run (said in the test report).
+REAL_DTYPE = pytest.StashKey[tuple[str, str]]()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say which dtype the real servers ran with and why (shown under -q too, unlike a header)."""
+    if (chosen := terminalreporter.config.stash.get(REAL_DTYPE, None)) is not None:
+        terminalreporter.write_line(f"real vLLM: --dtype {chosen[0]}: {chosen[1]}")
+
+
 @pytest.fixture(scope="session")
-def real_vllm_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealVllmPool]:
+def real_vllm_pool(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealVllmPool]:
     vllm_python()  # skip (or fail under WIZARD_REQUIRE_REAL_VLLM=1) before anything starts
+    request.config.stash[REAL_DTYPE] = host_dtype()
     pool = RealVllmPool(tmp_path_factory.mktemp("real-vllm"))
     yield pool
     pool.stop()
