@@ -1,0 +1,192 @@
+"""``latency-wizard triage`` against real simulators under traffic the test itself sends.
+
+Each scenario's server is loaded by a closed loop in a thread while triage (a real subprocess)
+reads it; the loop counts every completion it sent, and the server's own request counter
+(``http_requests_total`` of the completion routes) must have grown by exactly that: triage sent
+none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import SimProcess, wizard_command
+from tests.text_checks import english_sentences, raw_values
+
+COMPLETION_ROUTES = re.compile(
+    r'^http_requests_total\{[^}]*handler="/v1/(?:chat/)?completions"[^}]*\} (\S+)$', re.M
+)
+
+
+def completions_served(sim: SimProcess) -> float:
+    """The server's own count of completion requests it answered (every status)."""
+    return sum(float(v) for v in COMPLETION_ROUTES.findall(sim.metrics()))
+
+
+class Traffic:
+    """A closed loop of ``streams`` completion requests on a thread, counted as they are sent."""
+
+    def __init__(self, url: str, streams: int, prompt_words: int, max_tokens: int) -> None:
+        self.url, self.streams = url, streams
+        self.prompt_words, self.max_tokens = prompt_words, max_tokens
+        self.sent = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
+
+    async def _run(self) -> None:
+        async with httpx.AsyncClient(timeout=60) as client:
+            model = (await client.get(self.url + "/v1/models")).json()["data"][0]["id"]
+
+            async def worker(index: int) -> None:
+                for n in range(10_000):
+                    if self.stop.is_set():
+                        return
+                    body = {"model": model, "max_tokens": self.max_tokens, "ignore_eos": True,
+                            "prompt": f"s{index}n{n} " + "word " * self.prompt_words}  # fmt: skip
+                    self.sent += 1
+                    await client.post(self.url + "/v1/completions", json=body)
+
+            await asyncio.gather(*(worker(i) for i in range(self.streams)))
+
+    def __enter__(self) -> Traffic:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=120)
+        assert not self.thread.is_alive()
+
+
+def triage(*args: str) -> tuple[int, dict[str, Any]]:
+    result = subprocess.run(
+        wizard_command("triage", *args, "--json"), capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode in (0, 3), result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def triage_under(
+    sim: SimProcess, streams: int, prompt_words: int, max_tokens: int, *args: str
+) -> tuple[int, dict[str, Any]]:
+    """Triage while the test's own traffic runs; asserts triage added no completion request."""
+    before = completions_served(sim)
+    with Traffic(sim.url, streams, prompt_words, max_tokens) as traffic:
+        while traffic.sent < 2 * streams:  # every stream past its first request: the load is on
+            time.sleep(0.1)
+        code, report = triage("--target", sim.url, "--interval", "1.5", *args)
+    after = completions_served(sim)
+    assert after - before == traffic.sent, (before, after, traffic.sent)
+    assert report["completion_requests_sent"] == 0
+    return code, report
+
+
+def by_check(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["check"]: c for c in report["checks"]}
+
+
+def test_kv_pressure_is_named_with_its_preemptions(
+    sim_factory: Callable[..., SimProcess],
+) -> None:
+    sim = sim_factory("--scenario", "kv-pressure")
+    code, report = triage_under(sim, 8, 100, 200, "--vllm-log", str(sim.log_file))
+    assert code == 3
+    assert report["class"] == "kv_cache_preemption"
+    assert report["signal"]["numbers"]["preemptions"] > 0
+    assert report["next_step"]["argv"][:2] == ["latency-wizard", "run"]
+    assert "--concurrency" in report["next_step"]["argv"]
+    assert report["risk"]["level"] == "high"
+    assert {"server_unreachable", "engine_died"} <= set(report["ruled_out"])
+
+
+def test_queue_saturation_is_named_slot_bound(sim_factory: Callable[..., SimProcess]) -> None:
+    sim = sim_factory("--scenario", "queue-saturation")
+    code, report = triage_under(sim, 10, 20, 64, "--vllm-log", str(sim.log_file))
+    assert code == 3
+    assert report["class"] == "queue_saturation"
+    numbers = report["signal"]["numbers"]
+    assert numbers["max_num_seqs"] == 4 and numbers["bound"] == "slots"
+    assert numbers["seen"] >= 2
+    # No preemption: KV pressure is ruled out, with its reason.
+    assert "kv_cache_preemption" in report["ruled_out"]
+    assert report["risk"]["level"] == "high"
+
+
+def test_a_healthy_server_under_load_gets_no_class(
+    sim_factory: Callable[..., SimProcess], tmp_path: Path
+) -> None:
+    sim = sim_factory()
+    code, report = triage_under(sim, 2, 20, 32, "--vllm-log", str(sim.log_file))
+    assert code == 0
+    assert report["class"] == "none"
+    assert report["signal"]["check"] == "healthy"
+    assert report["signal"]["numbers"]["requests"] > 0
+    assert {"kv_cache_preemption", "queue_saturation", "api_server_cpu_saturated"} <= set(
+        report["ruled_out"]
+    )
+    assert report["risk"]["level"] == "medium"  # live traffic shares the engine
+
+
+def test_text_and_chinese_say_the_same_verdict(sim_factory: Callable[..., SimProcess]) -> None:
+    sim = sim_factory("--scenario", "queue-saturation")
+    with Traffic(sim.url, 8, 20, 64) as traffic:
+        while traffic.sent < 16:
+            time.sleep(0.1)
+        outputs = {
+            lang: subprocess.run(
+                wizard_command("triage", "--target", sim.url, "--interval", "1", "--format",
+                               "text", "--lang", lang),
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            for lang in ("en", "zh")
+        }
+    for result in outputs.values():
+        assert result.returncode == 3, result.stderr
+    english, chinese = outputs["en"].stdout, outputs["zh"].stdout
+    assert "queue saturation (queue_saturation)" in english
+    assert "Production risk of that step:" in english
+    assert "latency-wizard run --target " + sim.url in english
+    assert "排队饱和（queue_saturation）" in chinese
+    assert english_sentences(chinese) == []
+    assert raw_values(chinese) == []
+
+
+def test_an_unreachable_server_is_named_and_its_log_is_the_next_step(tmp_path: Path) -> None:
+    from wizard.nginx_runner import free_port
+
+    log = tmp_path / "vllm.log"
+    log.write_text("INFO 12-06 10:00:00 [core.py:1] EngineCore encountered a fatal error.\n")
+    code, report = triage("--target", f"http://127.0.0.1:{free_port()}", "--vllm-log", str(log))
+    assert code == 3
+    assert report["class"] == "server_unreachable"
+    assert report["next_step"]["argv"] == ["latency-wizard", "probe", "vllm-log", str(log)]
+    assert report["risk"]["level"] == "none"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--target", "ftp://x"), "is not an http(s) URL"),
+        (("--target", "http://127.0.0.1:9", "--scrapes", "1"), "--scrapes must be between 2 and 20"),
+        (("--target", "http://127.0.0.1:9", "--vllm-log", "/no/such/file"), "/no/such/file"),
+        (("--target", "http://127.0.0.1:9", "--prometheus", "x"), "--prometheus must be an http"),
+    ],
+)
+def test_bad_input_is_one_line(args: tuple[str, ...], says: str) -> None:
+    result = subprocess.run(wizard_command("triage", *args), capture_output=True, text=True,
+                            timeout=60)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert says in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
