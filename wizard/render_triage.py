@@ -61,8 +61,13 @@ def _level(change: dict[str, Any], key: str, lang: str) -> str:
 
 
 def _changes(changed: dict[str, Any], lang: str) -> str:
-    return joined([say("triage.event.changed", lang, name=name, after=v["after"], before=v["before"])
-                   for name, v in changed.items()], lang, "comma")  # fmt: skip
+    def before(change: dict[str, Any]) -> str:
+        if change.get("before_is_default"):
+            return say("triage.event.default", lang)
+        return plain(change["before"], lang)
+
+    return joined([say("triage.event.changed", lang, name=name, after=plain(v["after"], lang),
+                       before=before(v)) for name, v in changed.items()], lang, "comma")  # fmt: skip
 
 
 def event_text(event: dict[str, Any], lang: str) -> str:

@@ -229,17 +229,31 @@ def risk(cause: str, step: dict[str, Any], observed: dict[str, Any]) -> dict[str
     return {"level": "low", "why": "load_on_idle", "concurrency": concurrency}
 
 
+# What a start resolved that decides latency (each run's own fields: the engine config line, the
+# KV-cache line, else the logged arguments), compared between a log's first and last start.
+RUN_SETTINGS = ("max_num_seqs", "max_num_batched_tokens", "max_model_len", "gpu_memory_utilization",
+                "tensor_parallel_size", "pipeline_parallel_size", "chunked_prefill", "enforce_eager",
+                "block_size", "num_gpu_blocks", "kv_cache_tokens", "version")  # fmt: skip
+
+
 def log_summary(log: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The log's tail as triage reads it: its runs (a restart, and which logged settings the
-    last start changed from the first), its errors and its last stats lines."""
+    """The log's tail as triage reads it: its runs (a restart, and which settings the last start
+    resolved differently from the first), its errors and its last stats lines."""
     if log is None:
         return None
     runs = log.get("runs") or []
     changed: dict[str, Any] = {}
     if len(runs) > 1:
-        first, last = runs[0].get("logged_args") or {}, runs[-1].get("logged_args") or {}
-        changed = {k: {"before": first.get(k), "after": last.get(k)}
-                   for k in sorted(set(first) | set(last)) if first.get(k) != last.get(k)}  # fmt: skip
+        first, last = runs[0], runs[-1]
+        changed = {k: {"before": first.get(k), "after": last.get(k)} for k in RUN_SETTINGS
+                   if first.get(k) is not None and last.get(k) is not None
+                   and first.get(k) != last.get(k)}  # fmt: skip
+        # A setting the last start was given and the first was not: the first ran on vLLM's
+        # default, which its log (0.34's engine line) does not always print.
+        given_first, given_last = first.get("logged_args") or {}, last.get("logged_args") or {}
+        for key in RUN_SETTINGS:
+            if key in given_last and key not in given_first and first.get(key) is None:
+                changed[key] = {"before": None, "before_is_default": True, "after": given_last[key]}
     return {
         "runs": log.get("runs_total"),
         "last_started": runs[-1].get("first_timestamp") if runs else None,
@@ -248,3 +262,15 @@ def log_summary(log: dict[str, Any] | None) -> dict[str, Any] | None:
         "errors": [{"kind": e["kind"], "line": e["line"]} for e in log.get("errors", [])[-5:]],
         "stats_tail": log.get("stats", [])[-3:],
     }
+
+
+def with_log(history: dict[str, Any] | None, target: str, log: dict[str, Any] | None) -> None:
+    """A restart of the target's replica takes the settings its log says the new start changed
+    (``max_num_seqs`` is in no metric), where Prometheus' cache_config_info said none."""
+    if not history or not log or not log.get("changed"):
+        return
+    instance = target.split("://", 1)[-1].split("/", 1)[0]
+    events = history.get("events", []) + [c["event"] for c in history.get("changes", []) if c.get("event")]
+    for event in events:
+        if event["kind"] == "restart" and event["instance"] == instance and not event.get("changed"):
+            event["changed"] = log["changed"]

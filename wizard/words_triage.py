@@ -200,6 +200,7 @@ TRIAGE_WORDS: dict[str, dict[str, str]] = {
     "triage.event.appeared": {"en": "appeared", "zh": "出现"},
     "triage.event.vanished": {"en": "vanished", "zh": "消失"},
     "triage.event.changed": {"en": "{name} {after} (was {before})", "zh": "{name} {after}（原为 {before}）"},
+    "triage.event.default": {"en": "vLLM's default", "zh": "vLLM 的默认值"},
     "triage.event.line": {"en": "{at} UTC: {instance} {event}", "zh": "UTC {at}：{instance} {event}"},
     "triage.history.none": {"en": "no change of level in any series over the window",
                             "zh": "窗口内各序列的水平都没有变化"},

@@ -120,6 +120,7 @@ def read(args: argparse.Namespace) -> dict[str, Any]:
         "access_log": files["access"],
     }
     report["waterfall"] = waterfall.build(observed.get("delta"), files["access"])
+    triage.with_log(history, args.target, report["evidence"]["log"])
     report["history"] = history
     report["elapsed_s"] = round(time.monotonic() - began, 2)
     return report

@@ -193,13 +193,21 @@ def _events(results: dict[str, list[Series]], window: Window) -> list[dict[str, 
     for key, points in _by_key(results.get("start_time", [])).items():
         for (_, before), (at, value) in zip(points, points[1:], strict=False):
             if value != before:
-                # The series' value is the new process's own start (unix seconds).
-                events.append(_event("restart", key, value if value <= at else at))
-    for key, points in _by_key(results.get("up", [])).items():
-        if points and points[0][0] > window.start + 2 * window.step_s:
-            events.append(_event("appeared", key, points[0][0]))
-        if points and points[-1][0] < window.end - 2 * window.step_s:
-            events.append(_event("vanished", key, points[-1][0]))
+                # The series' value is the new process's own start (unix seconds); ``back_at`` is
+                # the first scrape it answered, after its start-up (minutes for a real vLLM).
+                restart = _event("restart", key, value if value <= at else at)
+                events.append({**restart, "back_at": at})
+    # A replica appeared (vanished) when the rest of the fleet was scraped before (after) it:
+    # judged against the fleet, not the window, whose start may precede Prometheus itself.
+    up = {key: points for key, points in _by_key(results.get("up", [])).items() if points}
+    if up:
+        first_seen = min(points[0][0] for points in up.values())
+        last_seen = max(points[-1][0] for points in up.values())
+        for key, points in up.items():
+            if points[0][0] > first_seen + 2 * window.step_s:
+                events.append(_event("appeared", key, points[0][0]))
+            if points[-1][0] < last_seen - 2 * window.step_s:
+                events.append(_event("vanished", key, points[-1][0]))
     configs: dict[Key, list[Series]] = defaultdict(list)
     for series in results.get("config", []):
         if series.points:
@@ -270,14 +278,20 @@ def _changes(
 def _lined_up(
     events: list[dict[str, Any]], last_before: float, onset: float, step_s: float
 ) -> dict[str, Any] | None:
-    """The event the onset follows: the last one after the last point of the old level and no
-    later than the onset (a scrape's step of slack on either side), else None."""
-    near = [e for e in events if last_before - step_s <= e["at"] <= onset + step_s
+    """The event the onset follows: the last one seen between the last point of the old level
+    and the onset (a scrape's step of slack on either side), else None. A restart is seen when
+    the new process first answers a scrape (``back_at``), not when it started: a new level
+    cannot begin before the replica serves again."""
+
+    def seen(event: dict[str, Any]) -> float:
+        return float(event.get("back_at", event["at"]))
+
+    near = [e for e in events if last_before - step_s <= seen(e) <= onset + step_s
             and e["kind"] != "config_change"]  # fmt: skip
-    near = near or [e for e in events if last_before - step_s <= e["at"] <= onset + step_s]
+    near = near or [e for e in events if last_before - step_s <= seen(e) <= onset + step_s]
     if not near:
         return None
-    event = max(near, key=lambda e: e["at"])
+    event = max(near, key=seen)
     return {**event, "seconds_before_onset": onset - event["at"]}
 
 
