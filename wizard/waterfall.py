@@ -12,8 +12,8 @@ In the order a request meets them:
 - ``queue``: ``vllm:request_queue_time_seconds`` (first QUEUED to first SCHEDULED).
 - ``prefill``: ``vllm:request_prefill_time_seconds`` (first SCHEDULED to first token).
 - ``engine_other``: the engine's TTFT less queue and prefill (arrival to queued, and the
-  output's way back to the API server); None when the means, taken over slightly different
-  requests, leave less than nothing.
+  output's way back to the API server; 0 where the engine stamps them on one clock); None when
+  the means, taken over slightly different requests, leave less than nothing.
 - ``unexplained``: a client-measured TTFT less every part above, when one is given (``run``
   measures it; triage, sending nothing, has none).
 
@@ -23,6 +23,11 @@ Each part is a mean over the requests its source saw (its ``requests``), in mill
 from __future__ import annotations
 
 from typing import Any
+
+# Below a microsecond a difference of histogram sums (floats of seconds) is rounding, not time.
+FLOAT_NOISE_MS = 0.001
+# nginx writes $request_time and $upstream_*_time "with a milliseconds resolution" (its docs).
+NGINX_RESOLUTION_MS = 1.0
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -47,6 +52,8 @@ def build(
     access = access or {}
     request_ms, upstream_ms = access.get("request_time_ms"), access.get("upstream_response_time_ms")
     proxy = None if request_ms is None or upstream_ms is None else request_ms - upstream_ms
+    if proxy is not None and -NGINX_RESOLUTION_MS <= proxy < 0:
+        proxy = 0.0  # each time is rounded to nginx's millisecond: their difference is too
     part("proxy", proxy if proxy is None or proxy >= 0 else None, "nginx_access_log",
          access.get("request_time_count"))  # fmt: skip
     part("api_server", access.get("upstream_header_time_ms"), "nginx_access_log",
@@ -58,6 +65,8 @@ def build(
     part("queue", queue, "metrics", requests)
     part("prefill", prefill, "metrics", requests)
     other = None if None in (ttft, queue, prefill) else ttft - queue - prefill  # type: ignore[operator]
+    if other is not None and -FLOAT_NOISE_MS < other < 0:
+        other = 0.0  # the three sums' float error, not time
     part("engine_other", other if other is None or other >= 0 else None, "metrics", requests)
     explained = sum(p["ms"] for p in parts)
     unexplained = None if client_ttft_ms is None else client_ttft_ms - explained
