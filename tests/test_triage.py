@@ -138,19 +138,20 @@ def test_a_healthy_server_under_load_gets_no_class(
     assert report["risk"]["level"] == "medium"  # live traffic shares the engine
 
 
+def text_triage(url: str, lang: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        wizard_command("triage", "--target", url, "--interval", "1", "--format", "text",
+                       "--lang", lang),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
 def test_text_and_chinese_say_the_same_verdict(sim_factory: Callable[..., SimProcess]) -> None:
     sim = sim_factory("--scenario", "queue-saturation")
     with Traffic(sim.url, 8, 20, 64) as traffic:
         while traffic.sent < 16:
             time.sleep(0.1)
-        outputs = {
-            lang: subprocess.run(
-                wizard_command("triage", "--target", sim.url, "--interval", "1", "--format",
-                               "text", "--lang", lang),
-                capture_output=True, text=True, timeout=120,
-            )  # fmt: skip
-            for lang in ("en", "zh")
-        }
+        outputs = {lang: text_triage(sim.url, lang) for lang in ("en", "zh")}
     for result in outputs.values():
         assert result.returncode == 3, result.stderr
     english, chinese = outputs["en"].stdout, outputs["zh"].stdout
@@ -178,7 +179,10 @@ def test_an_unreachable_server_is_named_and_its_log_is_the_next_step(tmp_path: P
     ("args", "says"),
     [
         (("--target", "ftp://x"), "is not an http(s) URL"),
-        (("--target", "http://127.0.0.1:9", "--scrapes", "1"), "--scrapes must be between 2 and 20"),
+        (
+            ("--target", "http://127.0.0.1:9", "--scrapes", "1"),
+            "--scrapes must be between 2 and 20",
+        ),
         (("--target", "http://127.0.0.1:9", "--vllm-log", "/no/such/file"), "/no/such/file"),
         (("--target", "http://127.0.0.1:9", "--prometheus", "x"), "--prometheus must be an http"),
     ],

@@ -22,7 +22,12 @@ import httpx
 import pytest
 
 from tests.conftest import SimProcess, start_sim, wizard_command
-from tests.prometheus_server import SCRAPE_INTERVAL_S, Prometheus, require_prometheus, start_prometheus
+from tests.prometheus_server import (
+    SCRAPE_INTERVAL_S,
+    Prometheus,
+    require_prometheus,
+    start_prometheus,
+)
 from wizard.changepoint import best_split
 from wizard.nginx_runner import free_port
 
@@ -164,6 +169,6 @@ def test_the_onset_follows_the_restart_and_names_what_changed(restarted: Restart
 def test_the_text_says_when_and_after_what(restarted: Restarted) -> None:
     text = history_of(restarted, "--vllm-log", str(restarted.log), "--format", "text")["text"]
     instance = restarted.restarted.url.split("://")[1]
-    line = next(l for l in text.splitlines() if f"{instance}: TTFT mean rose from" in l)
+    line = next(x for x in text.splitlines() if f"{instance}: TTFT mean rose from" in x)
     assert "(p50 between" in line
     assert f"after {instance} restarted with max_num_seqs 1 (was vLLM's default)" in line

@@ -37,7 +37,9 @@ def test_attempts_are_summed_and_other_lines_skipped() -> None:
     retried = LINE.replace('uht="0.003"', 'uht="0.002, 0.004"')
     timing = nginx_access.read_line(retried)
     assert timing is not None and timing.upstream_header_time == pytest.approx(0.006)
-    assert nginx_access.read_line(LINE.replace('uht="0.003"', 'uht="-"')).upstream_header_time is None  # type: ignore[union-attr]
+    assert (
+        nginx_access.read_line(LINE.replace('uht="0.003"', 'uht="-"')).upstream_header_time is None
+    )  # type: ignore[union-attr]
     assert nginx_access.read_line(LINE.replace("/v1/completions", "/metrics")) is None
     assert nginx_access.read_line(LINE.replace(" 200 ", " 502 ")) is None
     assert nginx_access.read_line('127.0.0.1 - - [x] "GET / HTTP/1.1" 200 1 "-" "-"') is None

@@ -199,7 +199,9 @@ def history_lines(report: dict[str, Any], lang: str) -> list[str]:
 
 def triage_lines(report: dict[str, Any], lang: str) -> list[str]:
     """Plain text for the incident channel: a title, then each section's heading and lines."""
-    lines = [say("triage.title", lang, target=report["target"], elapsed=f"{report['elapsed_s']:.1f}")]
+    lines = [
+        say("triage.title", lang, target=report["target"], elapsed=f"{report['elapsed_s']:.1f}")
+    ]
     for heading, body in sections(report, lang):
         lines.append(f"{heading}:")
         lines.extend(f"  - {line}" for line in body)

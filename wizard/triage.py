@@ -270,7 +270,13 @@ def with_log(history: dict[str, Any] | None, target: str, log: dict[str, Any] | 
     if not history or not log or not log.get("changed"):
         return
     instance = target.split("://", 1)[-1].split("/", 1)[0]
-    events = history.get("events", []) + [c["event"] for c in history.get("changes", []) if c.get("event")]
+    events = history.get("events", []) + [
+        c["event"] for c in history.get("changes", []) if c.get("event")
+    ]
     for event in events:
-        if event["kind"] == "restart" and event["instance"] == instance and not event.get("changed"):
+        if (
+            event["kind"] == "restart"
+            and event["instance"] == instance
+            and not event.get("changed")
+        ):
             event["changed"] = log["changed"]

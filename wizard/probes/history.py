@@ -14,6 +14,7 @@ appeared or vanished (``up``). Percentiles before and after are quoted as their 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -128,7 +129,7 @@ def steps(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     """A counter's increase at each point after the first: (time, increase). A point below the
     one before is a restart counting from zero (its value is the increase)."""
     out = []
-    for (_, before), (at, value) in zip(points, points[1:], strict=False):
+    for (_, before), (at, value) in itertools.pairwise(points):
         out.append((at, value if value < before else value - before))
     return out
 
@@ -191,7 +192,7 @@ def _events(results: dict[str, list[Series]], window: Window) -> list[dict[str, 
     """Process starts, configuration changes, replicas appearing or vanishing, by time."""
     events: list[dict[str, Any]] = []
     for key, points in _by_key(results.get("start_time", [])).items():
-        for (_, before), (at, value) in zip(points, points[1:], strict=False):
+        for (_, before), (at, value) in itertools.pairwise(points):
             if value != before:
                 # The series' value is the new process's own start (unix seconds); ``back_at`` is
                 # the first scrape it answered, after its start-up (minutes for a real vLLM).
@@ -214,14 +215,16 @@ def _events(results: dict[str, list[Series]], window: Window) -> list[dict[str, 
             configs[_key(series)].append(series)
     for key, label_sets in configs.items():
         label_sets.sort(key=lambda s: s.points[0][0])
-        for old, new in zip(label_sets, label_sets[1:], strict=False):
+        for old, new in itertools.pairwise(label_sets):
             changed = {
                 name: {"before": old.labels.get(name), "after": new.labels.get(name)}
                 for name in sorted(set(old.labels) | set(new.labels))
                 if name not in IDENTITY_LABELS and old.labels.get(name) != new.labels.get(name)
             }
             if changed:
-                events.append({**_event("config_change", key, new.points[0][0]), "changed": changed})
+                events.append(
+                    {**_event("config_change", key, new.points[0][0]), "changed": changed}
+                )
     events.sort(key=lambda e: (e["at"], e["kind"]))
     _attach_config(events)
     return events
@@ -267,8 +270,8 @@ def _changes(
             }  # fmt: skip
             if signal in buckets:
                 per_step = buckets[signal].get(key, {})
-                change["p50_before"] = _p50(per_step, lambda t: t <= last_before)
-                change["p50_after"] = _p50(per_step, lambda t: t > last_before)
+                change["p50_before"] = _p50(per_step, float("-inf"), last_before)
+                change["p50_after"] = _p50(per_step, last_before, float("inf"))
             change["event"] = _lined_up(events, last_before, onset, window.step_s)
             found.append(change)
     found.sort(key=lambda c: (c["at"], c["instance"], c["signal"]))
@@ -306,9 +309,12 @@ def _bucket_steps(series: list[Series]) -> dict[Key, dict[float, list[tuple[floa
     return found
 
 
-def _p50(per_bound: dict[float, list[tuple[float, float]]], keep: Any) -> dict[str, Any] | None:
-    """The median's bucket over the steps ``keep`` accepts (their increases added)."""
-    totals = {bound: sum(v for at, v in points if keep(at)) for bound, points in per_bound.items()}
+def _p50(
+    per_bound: dict[float, list[tuple[float, float]]], after: float, until: float
+) -> dict[str, Any] | None:
+    """The median's bucket over the steps in (``after``, ``until``] (their increases added)."""
+    totals = {bound: sum(v for at, v in points if after < at <= until)
+              for bound, points in per_bound.items()}  # fmt: skip
     bounds = quantile_bounds(totals, 0.5)
     return None if bounds is None else bounds.to_dict()
 

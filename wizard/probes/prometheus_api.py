@@ -92,11 +92,14 @@ class PrometheusClient:
                 samples.append(Sample(labels, value))
         return samples
 
-    async def query_range(
-        self, expr: str, start: float, end: float, step_s: float
-    ) -> list[Series]:
+    async def query_range(self, expr: str, start: float, end: float, step_s: float) -> list[Series]:
         """A range query (``/api/v1/query_range``) that must return a matrix."""
-        params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step_s:g}"}
+        params = {
+            "query": expr,
+            "start": f"{start:.3f}",
+            "end": f"{end:.3f}",
+            "step": f"{step_s:g}",
+        }
         data = await self._get("/api/v1/query_range", params)
         if not isinstance(data, dict) or data.get("resultType") != "matrix":
             raise WizardError(f"Prometheus returned no matrix for {expr!r}")
