@@ -108,6 +108,9 @@ def test_kv_pressure_is_named_with_its_preemptions(
     assert "--concurrency" in report["next_step"]["argv"]
     assert report["risk"]["level"] == "high"
     assert {"server_unreachable", "engine_died"} <= set(report["ruled_out"])
+    # No config given: nginx buffering is not judged, never "ruled out".
+    assert by_check(report)["proxy_buffering"]["result"] == "unknown"
+    assert "proxy_buffering" not in report["ruled_out"]
 
 
 def test_queue_saturation_is_named_slot_bound(sim_factory: Callable[..., SimProcess]) -> None:
@@ -136,6 +139,22 @@ def test_a_healthy_server_under_load_gets_no_class(
         report["ruled_out"]
     )
     assert report["risk"]["level"] == "medium"  # live traffic shares the engine
+
+
+def test_an_idle_server_rules_nothing_out_from_its_deltas(
+    sim_factory: Callable[..., SimProcess],
+) -> None:
+    sim = sim_factory()
+    before = completions_served(sim)
+    code, report = triage("--target", sim.url, "--interval", "0.5")
+    assert completions_served(sim) == before
+    assert code == 0 and report["class"] == "none"
+    assert report["signal"]["check"] == "no_traffic"
+    checks = by_check(report)
+    for name in ("kv_cache_preemption", "queue_saturation", "api_server_cpu_saturated"):
+        assert checks[name]["result"] == "unknown" and checks[name]["numbers"]["why"] == "idle"
+    assert report["ruled_out"] == ["server_unreachable"]
+    assert report["risk"]["level"] == "low"
 
 
 def text_triage(url: str, lang: str) -> subprocess.CompletedProcess[str]:

@@ -28,6 +28,7 @@ from tests.prometheus_server import (
     require_prometheus,
     start_prometheus,
 )
+from tests.text_checks import english_sentences, raw_values
 from wizard.changepoint import best_split
 from wizard.nginx_runner import free_port
 
@@ -164,6 +165,42 @@ def test_the_onset_follows_the_restart_and_names_what_changed(restarted: Restart
     assert change["p50_after"]["low_ms"] >= change["p50_before"]["high_ms"]
     steady = restarted.steady.url.split("://")[1]
     assert not [e for e in history["events"] if e["instance"] == steady]
+
+
+def test_cache_config_changes_and_replicas_are_events() -> None:
+    """What Prometheus answers for a replica restarted with another KV cache, and one that went
+    away: the restart takes the new label set's changed labels; the vanished one is named."""
+    from wizard.probes.history import Window, _events
+    from wizard.probes.prometheus_api import Series
+
+    a, b = {"job": "vllm", "instance": "a:1"}, {"job": "vllm", "instance": "b:1"}
+    old = {**a, "__name__": "vllm:cache_config_info", "engine": "0", "num_gpu_blocks": "28822",
+           "gpu_memory_utilization": "0.92"}  # fmt: skip
+    new = {**old, "num_gpu_blocks": "1800", "gpu_memory_utilization": "0.73"}
+    results = {
+        "start_time": [Series(a, [(100.0, 50.0), (101.0, 50.0), (105.0, 103.2), (106.0, 103.2)])],
+        "up": [Series(a, [(t, 1.0) for t in range(100, 120)]),
+               Series(b, [(t, 1.0) for t in range(100, 110)])],
+        "config": [Series(old, [(100.0, 1.0), (101.0, 1.0)]),
+                   Series(new, [(105.0, 1.0), (106.0, 1.0)])],
+    }  # fmt: skip
+    events = _events(results, Window(90.0, 120.0, 1.0))
+    kinds = [(e["kind"], e["instance"]) for e in events]
+    assert kinds == [("restart", "a:1"), ("config_change", "a:1"), ("vanished", "b:1")]
+    restart = events[0]
+    assert restart["at"] == 103.2 and restart["back_at"] == 105.0
+    assert restart["changed"] == {
+        "gpu_memory_utilization": {"before": "0.92", "after": "0.73"},
+        "num_gpu_blocks": {"before": "28822", "after": "1800"},
+    }
+
+
+def test_the_chinese_text_has_no_english_and_no_raw_values(restarted: Restarted) -> None:
+    text = history_of(restarted, "--vllm-log", str(restarted.log), "--format", "text", "--lang",
+                      "zh")["text"]  # fmt: skip
+    assert "以 max_num_seqs 1（原为 vLLM 的默认值）重启" in text
+    assert english_sentences(text) == []
+    assert raw_values(text) == []
 
 
 def test_the_text_says_when_and_after_what(restarted: Restarted) -> None:

@@ -157,7 +157,7 @@ def _sources(report: dict[str, Any], lang: str) -> list[str]:
                ("--nginx-access-log", evidence.get("access_log") is not None),
                ("--prometheus", history is not None)) if not given]  # fmt: skip
     if missing:
-        lines.append(say("triage.src.not_given", lang, flags=", ".join(missing)))
+        lines.append(say("triage.src.not_given", lang, flags=joined(missing, lang, "comma")))
     return lines
 
 
@@ -203,7 +203,7 @@ def triage_lines(report: dict[str, Any], lang: str) -> list[str]:
         say("triage.title", lang, target=report["target"], elapsed=f"{report['elapsed_s']:.1f}")
     ]
     for heading, body in sections(report, lang):
-        lines.append(f"{heading}:")
+        lines.append(say("triage.heading", lang, heading=heading))
         lines.extend(f"  - {line}" for line in body)
     return lines
 

@@ -21,6 +21,7 @@ TRIAGE_WORDS: dict[str, dict[str, str]] = {
     "triage.h.history": {"en": "What changed when (Prometheus, last {window})",
                          "zh": "何时发生了什么变化（Prometheus，最近 {window}）"},
     "triage.line": {"en": "{label}: {text}", "zh": "{label}：{text}"},
+    "triage.heading": {"en": "{heading}:", "zh": "{heading}："},
     # the classes
     "triage.cause.none": {"en": "none: nothing the server says points to a cause",
                           "zh": "无：服务端的证据没有指向任何原因"},
@@ -113,6 +114,8 @@ TRIAGE_WORDS: dict[str, dict[str, str]] = {
         "zh": "{window_s} 秒内 {requests} 个请求；引擎平均 TTFT {ttft_ms} ms，其中排队 {queue_ms} ms"},
     "triage.why.no_metrics": {"en": "no vLLM metrics (--disable-log-stats removes them)",
                               "zh": "没有 vLLM 指标（--disable-log-stats 会去掉它们）"},
+    "triage.why.idle": {"en": "no request finished in the window, nothing to judge now",
+                        "zh": "窗口内没有请求完成，现在无从判断"},
     "triage.why.unreachable": {"en": "the server does not answer", "zh": "服务无应答"},
     "triage.why.restarted": {"en": "the server restarted between two scrapes", "zh": "两次抓取之间服务重启了"},
     "triage.why.no_process_cpu": {
@@ -195,7 +198,7 @@ TRIAGE_WORDS: dict[str, dict[str, str]] = {
     "triage.change_p50": {"en": " (p50 {before} before, {after} after)", "zh": "（p50 之前{before}，之后{after}）"},
     "triage.change_event": {"en": ", {seconds} s after {instance} {event}", "zh": "，在 {instance} {event}之后 {seconds} 秒"},
     "triage.event.restart": {"en": "restarted", "zh": "重启"},
-    "triage.event.restart_with": {"en": "restarted with {changes}", "zh": "以 {changes} 重启"},
+    "triage.event.restart_with": {"en": "restarted with {changes}", "zh": "以 {changes}重启"},
     "triage.event.config_change": {"en": "reported a new configuration: {changes}", "zh": "报告了新配置：{changes}"},
     "triage.event.appeared": {"en": "appeared", "zh": "出现"},
     "triage.event.vanished": {"en": "vanished", "zh": "消失"},
