@@ -71,7 +71,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    rows = ["| server | load | wall time (median) | slowest | class named |", "|---|---|---|---|---|"]
+    rows = [
+        "| server | load | wall time (median) | slowest | class named |",
+        "|---|---|---|---|---|",
+    ]
     for scenario, loaded in (("healthy", False), ("healthy", True), ("kv-pressure", True),
                              ("queue-saturation", True)):  # fmt: skip
         process, url = start(scenario)
