@@ -2,7 +2,8 @@
 ``kv-pressure`` and ``queue-saturation`` scenarios under load (the issue's bar: the first answer
 within 10 s on a quiet machine).
 
-Run on demand: ``python benchmarks/triage_time.py [--runs 3]``. Each run is the whole CLI as a
+Run on demand: ``python benchmarks/triage_time.py [--runs 3]``. The simulator is pinned to CPU 0
+(``_common.start_sim``). Each run is the whole CLI as a
 fresh process (what an engineer waits for) with its defaults (3 scrapes 2 s apart), plus the class
 it named; the table goes to ``benchmarks/results/triage_time.md``. The load is 8 closed-loop
 streams (100 prompt words, 200 tokens) from this script.
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import subprocess
 import sys
@@ -21,26 +21,9 @@ import time
 from pathlib import Path
 
 import httpx
+from _common import start_sim
 
 RESULTS = Path(__file__).parent / "results" / "triage_time.md"
-
-
-def start(scenario: str) -> tuple[subprocess.Popen[str], str]:
-    command = [sys.executable, "-m", "wizard", "sim", "--port", "0", "--quiet",
-               "--scenario", scenario]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    match = re.search(r"listening on (\S+)", process.stdout.readline())
-    assert match, "simulator did not start"
-    url = match.group(1)
-    for _ in range(400):
-        try:
-            if httpx.get(url + "/health").status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise SystemExit("simulator never became ready")
 
 
 def load(url: str, stop: threading.Event) -> None:
@@ -77,7 +60,7 @@ def main() -> None:
     ]
     for scenario, loaded in (("healthy", False), ("healthy", True), ("kv-pressure", True),
                              ("queue-saturation", True)):  # fmt: skip
-        process, url = start(scenario)
+        process, url = start_sim("--scenario", scenario)
         stop = threading.Event()
         try:
             if loaded:

@@ -8,88 +8,17 @@ none.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import re
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.conftest import SimProcess, wizard_command
 from tests.text_checks import english_sentences, raw_values
-
-COMPLETION_ROUTES = re.compile(
-    r'^http_requests_total\{[^}]*handler="/v1/(?:chat/)?completions"[^}]*\} (\S+)$', re.M
-)
-
-
-def completions_served(sim: SimProcess) -> float:
-    """The server's own count of completion requests it answered (every status)."""
-    return sum(float(v) for v in COMPLETION_ROUTES.findall(sim.metrics()))
-
-
-class Traffic:
-    """A closed loop of ``streams`` completion requests on a thread, counted as they are sent."""
-
-    def __init__(self, url: str, streams: int, prompt_words: int, max_tokens: int) -> None:
-        self.url, self.streams = url, streams
-        self.prompt_words, self.max_tokens = prompt_words, max_tokens
-        self.sent = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
-
-    async def _run(self) -> None:
-        async with httpx.AsyncClient(timeout=60) as client:
-            model = (await client.get(self.url + "/v1/models")).json()["data"][0]["id"]
-
-            async def worker(index: int) -> None:
-                for n in range(10_000):
-                    if self.stop.is_set():
-                        return
-                    body = {"model": model, "max_tokens": self.max_tokens, "ignore_eos": True,
-                            "prompt": f"s{index}n{n} " + "word " * self.prompt_words}  # fmt: skip
-                    self.sent += 1
-                    await client.post(self.url + "/v1/completions", json=body)
-
-            await asyncio.gather(*(worker(i) for i in range(self.streams)))
-
-    def __enter__(self) -> Traffic:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(timeout=120)
-        assert not self.thread.is_alive()
-
-
-def triage(*args: str) -> tuple[int, dict[str, Any]]:
-    result = subprocess.run(
-        wizard_command("triage", *args, "--json"), capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode in (0, 3), result.stderr
-    return result.returncode, json.loads(result.stdout)
-
-
-def triage_under(
-    sim: SimProcess, streams: int, prompt_words: int, max_tokens: int, *args: str
-) -> tuple[int, dict[str, Any]]:
-    """Triage while the test's own traffic runs; asserts triage added no completion request."""
-    before = completions_served(sim)
-    with Traffic(sim.url, streams, prompt_words, max_tokens) as traffic:
-        while traffic.sent < 2 * streams:  # every stream past its first request: the load is on
-            time.sleep(0.1)
-        code, report = triage("--target", sim.url, "--interval", "1.5", *args)
-    after = completions_served(sim)
-    assert after - before == traffic.sent, (before, after, traffic.sent)
-    assert report["completion_requests_sent"] == 0
-    return code, report
+from tests.traffic import Traffic, completions_served, triage, triage_under
 
 
 def by_check(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -100,7 +29,7 @@ def test_kv_pressure_is_named_with_its_preemptions(
     sim_factory: Callable[..., SimProcess],
 ) -> None:
     sim = sim_factory("--scenario", "kv-pressure")
-    code, report = triage_under(sim, 8, 100, 200, "--vllm-log", str(sim.log_file))
+    code, report = triage_under(sim.url, 8, 100, 200, "--vllm-log", str(sim.log_file))
     assert code == 3
     assert report["class"] == "kv_cache_preemption"
     assert report["signal"]["numbers"]["preemptions"] > 0
@@ -115,7 +44,7 @@ def test_kv_pressure_is_named_with_its_preemptions(
 
 def test_queue_saturation_is_named_slot_bound(sim_factory: Callable[..., SimProcess]) -> None:
     sim = sim_factory("--scenario", "queue-saturation")
-    code, report = triage_under(sim, 10, 20, 64, "--vllm-log", str(sim.log_file))
+    code, report = triage_under(sim.url, 10, 20, 64, "--vllm-log", str(sim.log_file))
     assert code == 3
     assert report["class"] == "queue_saturation"
     numbers = report["signal"]["numbers"]
@@ -130,7 +59,7 @@ def test_a_healthy_server_under_load_gets_no_class(
     sim_factory: Callable[..., SimProcess], tmp_path: Path
 ) -> None:
     sim = sim_factory()
-    code, report = triage_under(sim, 2, 20, 32, "--vllm-log", str(sim.log_file))
+    code, report = triage_under(sim.url, 2, 20, 32, "--vllm-log", str(sim.log_file))
     assert code == 0
     assert report["class"] == "none"
     assert report["signal"]["check"] == "healthy"
@@ -145,9 +74,9 @@ def test_an_idle_server_rules_nothing_out_from_its_deltas(
     sim_factory: Callable[..., SimProcess],
 ) -> None:
     sim = sim_factory()
-    before = completions_served(sim)
+    before = completions_served(sim.url)
     code, report = triage("--target", sim.url, "--interval", "0.5")
-    assert completions_served(sim) == before
+    assert completions_served(sim.url) == before
     assert code == 0 and report["class"] == "none"
     assert report["signal"]["check"] == "no_traffic"
     checks = by_check(report)
@@ -167,7 +96,7 @@ def text_triage(url: str, lang: str) -> subprocess.CompletedProcess[str]:
 
 def test_text_and_chinese_say_the_same_verdict(sim_factory: Callable[..., SimProcess]) -> None:
     sim = sim_factory("--scenario", "queue-saturation")
-    with Traffic(sim.url, 8, 20, 64) as traffic:
+    with Traffic([sim.url], 8, 20, 64) as traffic:
         while traffic.sent < 16:
             time.sleep(0.1)
         outputs = {lang: text_triage(sim.url, lang) for lang in ("en", "zh")}

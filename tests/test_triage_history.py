@@ -6,19 +6,16 @@ and the setting it changed; the change-point itself is tested on plain series to
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import random
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.conftest import SimProcess, start_sim, wizard_command
@@ -29,6 +26,7 @@ from tests.prometheus_server import (
     start_prometheus,
 )
 from tests.text_checks import english_sentences, raw_values
+from tests.traffic import Traffic
 from wizard.changepoint import best_split
 from wizard.nginx_runner import free_port
 
@@ -49,40 +47,6 @@ def test_a_flat_noisy_series_is_not_split() -> None:
     assert best_split([math.log(40) + noise.gauss(0, 0.2) for _ in range(200)]) is None
     assert best_split([3.0] * 50) is None
     assert best_split([1.0, 9.0, 1.0]) is None  # too short to have two segments
-
-
-class Loop:
-    """Closed-loop completions to several servers on a thread; a refused request (the server
-    restarting) is retried after a pause, never counted as served."""
-
-    def __init__(self, urls: list[str]) -> None:
-        self.urls = urls
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
-
-    async def _run(self) -> None:
-        async with httpx.AsyncClient(timeout=60) as client:
-
-            async def worker(url: str, index: int) -> None:
-                n = 0
-                while not self.stop.is_set():
-                    n += 1
-                    body = {"model": "meta-llama/Llama-3.1-8B-Instruct", "max_tokens": 16,
-                            "ignore_eos": True, "prompt": f"w{index}n{n} " + "word " * 20}  # fmt: skip
-                    try:
-                        (await client.post(url + "/v1/completions", json=body)).raise_for_status()
-                    except httpx.HTTPError:
-                        await asyncio.sleep(0.1)
-
-            await asyncio.gather(*(worker(u, i) for u in self.urls for i in range(STREAMS)))
-
-    def __enter__(self) -> Loop:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(timeout=120)
 
 
 @dataclass
@@ -110,7 +74,7 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restarted]:
         )
         prometheus.wait_scraped({s.url.split("://")[1] for s in sims})
         urls = [s.url for s in sims]
-        with Loop(urls):
+        with Traffic(urls, STREAMS, 20, 16, retry=True):
             time.sleep(PHASE_S)
             stopped_at = time.time()
             sims[1].stop()
