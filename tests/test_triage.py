@@ -123,6 +123,29 @@ def test_an_unreachable_server_is_named_and_its_log_is_the_next_step(tmp_path: P
     assert report["risk"]["level"] == "none"
 
 
+def test_files_that_are_no_evidence_are_said_so(
+    sim_factory: Callable[..., SimProcess], tmp_path: Path
+) -> None:
+    sim = sim_factory()
+    empty, binary, folder = tmp_path / "empty.log", tmp_path / "binary.log", tmp_path / "logs"
+    empty.write_text("")
+    binary.write_bytes(b"garbage\x00\xff\nmore\n")
+    folder.mkdir()
+    for log in (empty, binary):
+        code, report = triage("--target", sim.url, "--interval", "0.3", "--vllm-log", str(log))
+        assert by_check(report)["engine_died"]["numbers"]["why"] == "log_unrecognised"
+        assert "engine_died" not in report["ruled_out"]
+        assert report["evidence"]["log"]["recognised"] is False
+    bad = tmp_path / "nginx.conf"
+    bad.write_text("server { location / { proxy_pass http://x ")
+    for args, code in ((("--vllm-log", str(folder)), 2), (("--nginx-conf", str(bad)), 1)):
+        result = subprocess.run(wizard_command("triage", "--target", sim.url, *args),
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert result.returncode == code, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+        assert result.stdout == ""
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [

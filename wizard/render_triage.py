@@ -137,7 +137,9 @@ def _sources(report: dict[str, Any], lang: str) -> list[str]:
             lines.append(say("triage.src.metrics", lang, n=server["scrapes"],
                              window=_value("window_s", delta.get("window_s"), lang)))  # fmt: skip
     log = evidence.get("log")
-    if log is not None:
+    if log is not None and not log["recognised"]:
+        lines.append(say("triage.src.log_unrecognised", lang))
+    elif log is not None:
         lines.append(say("triage.src.log", lang, runs=log["runs"], errors=len(log["errors"])))
     if evidence.get("nginx_findings") is not None:
         locations = next((c["numbers"].get("locations") for c in report["checks"]

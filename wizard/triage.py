@@ -71,6 +71,8 @@ def _reachable(observed: dict[str, Any]) -> dict[str, Any]:
 def _engine(log: dict[str, Any] | None) -> dict[str, Any]:
     if log is None:
         return _check("engine_died", "unknown", why="no_log")
+    if "note" in log:  # the reader recognised no line of it as vLLM's: it proves nothing
+        return _check("engine_died", "unknown", why="log_unrecognised")
     deaths = [e for e in log.get("errors", []) if e["kind"] in ENGINE_DEATHS]
     if deaths and log.get("kv_cache_tokens") is not None:
         return _check("engine_died", "fired", kind=deaths[-1]["kind"], line=deaths[-1]["line"])
@@ -248,6 +250,9 @@ def log_summary(log: dict[str, Any] | None) -> dict[str, Any] | None:
     resolved differently from the first), its errors and its last stats lines."""
     if log is None:
         return None
+    if "note" in log:
+        return {"recognised": False, "runs": 0, "last_started": None, "changed": {},
+                "max_num_seqs": None, "errors": [], "stats_tail": []}  # fmt: skip
     runs = log.get("runs") or []
     changed: dict[str, Any] = {}
     if len(runs) > 1:
@@ -262,6 +267,7 @@ def log_summary(log: dict[str, Any] | None) -> dict[str, Any] | None:
             if key in given_last and key not in given_first and first.get(key) is None:
                 changed[key] = {"before": None, "before_is_default": True, "after": given_last[key]}
     return {
+        "recognised": True,
         "runs": log.get("runs_total"),
         "last_started": runs[-1].get("first_timestamp") if runs else None,
         "changed": changed,

@@ -44,6 +44,8 @@ TRIAGE_WORDS: dict[str, dict[str, str]] = {
                              "zh": "/health {health}，/version {version}，/v1/models {models}"},
     "triage.src.log": {"en": "vLLM log: {runs} start(s), {errors} error line(s)",
                        "zh": "vLLM 日志：启动 {runs} 次，错误行 {errors} 条"},
+    "triage.src.log_unrecognised": {"en": "vLLM log: no line of it looks like vLLM's",
+                                    "zh": "vLLM 日志：没有一行像 vLLM 的日志"},
     "triage.src.nginx": {"en": "nginx config: {n} proxied location(s)", "zh": "nginx 配置：{n} 个代理 location"},
     "triage.src.access": {"en": "nginx access log: {n} completion requests with timings",
                           "zh": "nginx 访问日志：{n} 个带计时的补全请求"},
@@ -60,8 +62,10 @@ TRIAGE_WORDS: dict[str, dict[str, str]] = {
                                        "zh": "日志显示引擎已停止服务：第 {line} 行 {kind}"},
     "triage.check.engine_died.clear": {"en": "engine death: no fatal engine error in the log",
                                        "zh": "引擎退出：日志中没有致命的引擎错误"},
-    "triage.check.engine_died.unknown": {"en": "engine death: no log given (--vllm-log)",
-                                         "zh": "引擎退出：未提供日志（--vllm-log）"},
+    "triage.check.engine_died.unknown": {"en": "engine death: {why}", "zh": "引擎退出：{why}"},
+    "triage.why.no_log": {"en": "no log given (--vllm-log)", "zh": "未提供日志（--vllm-log）"},
+    "triage.why.log_unrecognised": {"en": "no line of the log given looks like vLLM's",
+                                    "zh": "所给日志中没有一行像 vLLM 的日志"},
     "triage.check.kv_cache_preemption.fired": {
         "en": "{preemptions} preemptions in {window_s} s ({per_s}/s); KV-cache usage up to {kv_max} "
               "of {kv_tokens} tokens",

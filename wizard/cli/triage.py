@@ -64,9 +64,13 @@ def _files(args: argparse.Namespace) -> dict[str, Any]:
         if path and not Path(path).exists():
             raise UsageError.cannot_read(path, FileNotFoundError(2, "No such file or directory"))
     if args.vllm_log:
+        from wizard.errors import WizardError
         from wizard.probes import vllm_logs
 
-        found["log"] = vllm_logs.read_path(args.vllm_log)
+        try:
+            found["log"] = vllm_logs.read_path(args.vllm_log)
+        except WizardError as exc:  # a folder without a log: as a file that cannot be read
+            raise UsageError(str(exc), exc.texts) from None
     if args.nginx_conf:
         from wizard.probes import nginx_config
 
