@@ -89,7 +89,7 @@ def triage_under(
     with Traffic([url], streams, prompt_words, max_tokens) as traffic:
         while traffic.sent < 2 * streams:  # every stream past its first request: the load is on
             time.sleep(0.1)
-        code, report = triage("--target", url, "--interval", "1.5", *args)
+        code, report = triage("--target", url, "--interval", "1.5", *args)  # later flags win
     after = completions_served(url)
     assert after - before == traffic.sent, (before, after, traffic.sent)
     assert report["completion_requests_sent"] == 0
