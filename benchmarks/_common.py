@@ -15,11 +15,12 @@ from collections.abc import Iterator
 import httpx
 
 
-def start_sim() -> tuple[subprocess.Popen[str], str]:
-    """Start ``latency-wizard sim`` on a free port (on CPU 0 when taskset exists); return it and its URL."""
+def start_sim(*args: str) -> tuple[subprocess.Popen[str], str]:
+    """Start ``latency-wizard sim`` (with ``args``) on a free port (on CPU 0 when taskset exists);
+    return it and its URL."""
     cpus = os.cpu_count() or 1
     pin = ["taskset", "-c", "0"] if shutil.which("taskset") and cpus > 1 else []
-    command = [*pin, sys.executable, "-m", "wizard", "sim", "--port", "0", "--quiet"]
+    command = [*pin, sys.executable, "-m", "wizard", "sim", "--port", "0", "--quiet", *args]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     match = re.search(r"listening on (\S+)", process.stdout.readline())

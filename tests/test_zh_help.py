@@ -136,7 +136,7 @@ ERRORS = [
     (("sim", "--no-such-flag"), "latency-wizard: error: unrecognized arguments: --no-such-flag",
      "latency-wizard：错误：无法识别的参数：--no-such-flag"),
     (("nosuch",), "latency-wizard: error: argument COMMAND: invalid choice: 'nosuch' (choose from "
-     "'demo', 'run', 'resume', 'replay', 'export', 'playbook', 'probe', 'sim')",
+     "'demo', 'triage', 'run', 'resume', 'replay', 'export', 'playbook', 'probe', 'sim')",
      "参数 COMMAND：无效的选择：'nosuch'"),
 ]  # fmt: skip
 

@@ -18,6 +18,12 @@ from pathlib import Path
 
 from wizard.errors import WizardError
 
+# The combined format plus each hop's time as name=value (docs/cli.md, triage --nginx-access-log).
+TIMING_FORMAT = (
+    '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '
+    '"$http_referer" "$http_user_agent" rt=$request_time uct="$upstream_connect_time" '
+    'uht="$upstream_header_time" urt="$upstream_response_time"'
+)
 SEARCH_PATHS = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
 
 
@@ -41,10 +47,12 @@ class Nginx:
 
     def __init__(
         self, upstream: str, directives: dict[str, str] | None = None, binary: str | None = None,
-        servers: tuple[str, ...] = (), balancing: str = "",
+        servers: tuple[str, ...] = (), balancing: str = "", timing_log: bool = False,
     ):  # fmt: skip
         """``servers`` ("127.0.0.1:8001 weight=2", ...) make ``upstream`` the name of an
-        ``upstream`` block over them (``balancing``: its method line, e.g. ``ip_hash``)."""
+        ``upstream`` block over them (``balancing``: its method line, e.g. ``ip_hash``);
+        ``timing_log`` writes the access log in TIMING_FORMAT (what ``triage
+        --nginx-access-log`` reads)."""
         self.binary = binary or find_nginx()
         if self.binary is None:
             raise WizardError("nginx is not installed (Debian: apt-get install nginx)")
@@ -52,6 +60,7 @@ class Nginx:
         self.servers = servers
         self.balancing = balancing
         self.directives = dict(directives or {})
+        self.timing_log = timing_log
         self.port = free_port()
         self.prefix = Path(tempfile.mkdtemp(prefix="latency-wizard-nginx-"))
         self.process: subprocess.Popen[bytes] | None = None
@@ -83,13 +92,16 @@ class Nginx:
             lines = [f"{self.balancing};"] if self.balancing else []
             lines += [f"server {server};" for server in self.servers]
             upstream_block = f"    upstream {name} {{ {' '.join(lines)} }}\n"
+        log_format, log_name = "", ""
+        if self.timing_log:
+            log_format, log_name = f"    log_format timing '{TIMING_FORMAT}';\n", " timing"
         return f"""\
 worker_processes 1;
 error_log {p}/logs/error.log info;
 pid {p}/logs/nginx.pid;
 events {{ worker_connections 1024; }}
 http {{
-    access_log {p}/logs/access.log;
+{log_format}    access_log {p}/logs/access.log{log_name};
     client_body_temp_path {p}/tmp/body;
     proxy_temp_path {p}/tmp/proxy;
     fastcgi_temp_path {p}/tmp/fastcgi;
@@ -103,6 +115,11 @@ http {{
     }}
 }}
 """
+
+    @property
+    def access_log(self) -> Path:
+        """nginx's access log."""
+        return self.prefix / "logs" / "access.log"
 
     def _write(self) -> Path:
         for sub in ("conf", "logs", "tmp"):

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from wizard.words_notes import NOTE_WORDS
+from wizard.words_triage import TRIAGE_WORDS
 from wizard.words_views import VIEW_WORDS
 
 LANGS = ("en", "zh")
@@ -25,6 +26,7 @@ SEGMENT_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms"
 WORDS: dict[str, dict[str, str]] = {
     **VIEW_WORDS,
     **NOTE_WORDS,
+    **TRIAGE_WORDS,
     # punctuation: Chinese text takes full-width separators and brackets
     "sep": {"en": "; ", "zh": "；"},
     "comma": {"en": ", ", "zh": "，"},
@@ -471,6 +473,8 @@ WORDS: dict[str, dict[str, str]] = {
     "error.masked_url": {"en": "the session's {name} {recorded} had credentials, masked in its transcript: give the URL again with --{name}",
                          "zh": "会话的 {name} {recorded} 带有凭据，在记录中已被遮盖：请用 --{name} 再次给出这个 URL"},
     "error.at_least_1": {"en": "{flag} must be at least 1", "zh": "{flag} 至少为 1"},
+    "error.triage_scrapes": {"en": "--scrapes must be between 2 and 20, got {n}",
+                             "zh": "--scrapes 必须在 2 到 20 之间，给出的是 {n}"},
     "error.target_not_http": {"en": "--target must be an http(s) URL, got {url}", "zh": "--target 必须是 http(s) URL，收到的是 {url}"},
     "error.flag_not_http": {"en": "{flag} {url} is not an http(s) URL", "zh": "{flag} {url} 不是 http(s) URL"},
     "error.warmup": {"en": "--warmup must be 0 or more", "zh": "--warmup 必须大于或等于 0"},

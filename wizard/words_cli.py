@@ -103,6 +103,36 @@ HELP: dict[str, dict[str, str]] = {
         "zh": "vLLM（可在 nginx 之后）上 LLM 推理延迟的引导式排查：按顺序诊断，每一步都有证据，一次只做一处"
               "变更，留下可回放的记录和可直接粘贴的故障摘要。无需部署任何东西即可试用："
               "'latency-wizard demo'。在真实服务上：'latency-wizard run --target URL'。"},
+    # triage
+    "triage.help": {"en": "when paged: the likely cause in seconds, read-only (sends no request)",
+                    "zh": "被呼叫时：几秒内给出可能的原因，只读（不发送任何请求）"},
+    "triage.description": {
+        "en": """\
+Read what the server already says, without sending it a single completion: /health, /version,
+/v1/models, /metrics scraped a few times seconds apart (deltas: rates, not lifetime counters),
+the vLLM log's tail, the nginx config, nginx's access log and Prometheus' history when given.
+Print the likely cause class, what was checked, the strongest signal with its numbers, what is
+ruled out and why, the next step (usually the exact 'latency-wizard run' command) and that
+step's production risk; with --prometheus, when the latency changed and what changed on the
+replicas at that moment. Exit 3 when a class is named, 0 when none is.""",
+        "zh": "读取服务自己已经给出的信息，不向它发送任何补全请求：/health、/version、/v1/models，相隔几秒"
+              "抓取数次的 /metrics（看增量：速率而不是累计计数），以及给出时的 vLLM 日志尾部、nginx 配置、nginx "
+              "访问日志和 Prometheus 历史。输出可能的原因类别、检查了什么、最强的信号及其数值、排除了什么及理由、"
+              "下一步（通常是确切的 'latency-wizard run' 命令）以及这一步对生产的风险；给出 --prometheus 时，还有"
+              "延迟何时变化、当时副本上发生了什么变化。找到原因类别时退出码为 3，没有时为 0。"},
+    "triage.access_log": {"en": "nginx access log whose format writes $request_time, $upstream_header_time, "
+                                "$upstream_response_time as name=value (or rt=, uht=, urt=)",
+                          "zh": "nginx 访问日志，其格式以 name=value（或 rt=、uht=、urt=）写出 $request_time、"
+                                "$upstream_header_time、$upstream_response_time"},
+    "triage.target": {"en": "base URL of vLLM, e.g. http://127.0.0.1:8000", "zh": "vLLM 的基础 URL，例如 http://127.0.0.1:8000"},
+    "triage.scrapes": {"en": "how many times to read /metrics (default 3, 2 to 20)",
+                       "zh": "读取 /metrics 的次数（默认 3，2 到 20）"},
+    "triage.interval": {"en": "seconds between two /metrics reads (default 2)",
+                        "zh": "两次读取 /metrics 之间的秒数（默认 2）"},
+    "triage.timeout": {"en": "seconds to wait for each answer (default 5)", "zh": "每个应答的等待秒数（默认 5）"},
+    "triage.format": {"en": "rich (default) or text: plain lines to paste into the incident channel",
+                      "zh": "rich（默认）或 text：可直接贴到故障频道的纯文本行"},
+    "triage.shown": {"en": "the triage", "zh": "分诊结果"},
     # demo
     "demo.help": {"en": "walk the diagnosis against the built-in simulator", "zh": "对内置模拟器走一遍诊断"},
     "demo.description": {

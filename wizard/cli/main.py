@@ -11,14 +11,14 @@ import sys
 from collections.abc import Callable, Sequence
 
 from wizard import __version__
-from wizard.cli import demo, playbook_cmd, probe, replay, run, sim
+from wizard.cli import demo, playbook_cmd, probe, replay, run, sim, triage
 from wizard.cli.inputs import language
 from wizard.cli.parser import WizardParser
 from wizard.errors import WizardError
 from wizard.terminal import printable
 from wizard.words_cli import said, words_in
 
-SUBCOMMANDS = (demo, run, replay, playbook_cmd, probe, sim)
+SUBCOMMANDS = (demo, triage, run, replay, playbook_cmd, probe, sim)
 
 
 def build_parser(lang: str = "en") -> argparse.ArgumentParser:

@@ -99,7 +99,7 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
             "error": unanswered[0][0] if unanswered else None,
             "error_texts": unanswered[0][1] if unanswered else None,
             "health_status": health,
-            "version": _json_field(version_body, "version") if version_status == 200 else None,
+            "version": json_field(version_body, "version") if version_status == 200 else None,
             "models_status": models_status,
             "wrong_base_path": models_status == 404,
             "auth": _auth(models_status, bool(ctx.headers)),
@@ -160,7 +160,8 @@ async def _suffix(client: httpx.AsyncClient, base: str, model: str, headers: dic
     return f"rejected ({_message(text) or status})"
 
 
-def _json_field(body: str, key: str) -> str | None:
+def json_field(body: str, key: str) -> str | None:
+    """The string at ``key`` of a JSON object body, else None."""
     try:
         payload = safejson.loads(body)
     except ValueError:

@@ -1,4 +1,4 @@
-"""Prometheus' HTTP API, as far as the fleet probe reads it: instant queries and the targets.
+"""Prometheus' HTTP API, as far as the wizard reads it: instant and range queries, the targets.
 
 Prometheus scrapes every replica already; reading it is cheaper for the replicas than scraping
 them again, and it holds the incident window, which a scrape taken now does not. Every answer is
@@ -30,6 +30,15 @@ class Sample:
 
 
 @dataclass(frozen=True)
+class Series:
+    """One series of a range query: its labels and its (unix time, value) points in order
+    (NaN and infinities left out)."""
+
+    labels: dict[str, str]
+    points: list[tuple[float, float]]
+
+
+@dataclass(frozen=True)
 class Target:
     """One scrape target: its labels, its base URL (scheme://host:port) and its health."""
 
@@ -38,6 +47,7 @@ class Target:
     base_url: str
     health: str
     last_error: str
+    scrape_interval_s: float | None = None  # the job's interval, as Prometheus 2.x reports it
 
 
 class PrometheusClient:
@@ -82,6 +92,31 @@ class PrometheusClient:
                 samples.append(Sample(labels, value))
         return samples
 
+    async def query_range(self, expr: str, start: float, end: float, step_s: float) -> list[Series]:
+        """A range query (``/api/v1/query_range``) that must return a matrix."""
+        params = {
+            "query": expr,
+            "start": f"{start:.3f}",
+            "end": f"{end:.3f}",
+            "step": f"{step_s:g}",
+        }
+        data = await self._get("/api/v1/query_range", params)
+        if not isinstance(data, dict) or data.get("resultType") != "matrix":
+            raise WizardError(f"Prometheus returned no matrix for {expr!r}")
+        found = []
+        for item in data.get("result") or []:
+            if not isinstance(item, dict) or not isinstance(item.get("metric"), dict):
+                continue
+            points = []
+            for pair in item.get("values") or []:
+                if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], str):
+                    at, value = parse_float(str(pair[0])), parse_float(pair[1])
+                    if at is not None and value is not None:
+                        points.append((at, value))
+            labels = {str(k): str(v) for k, v in item["metric"].items()}
+            found.append(Series(labels, points))
+        return found
+
     async def targets(self) -> list[Target]:
         """The active scrape targets (``/api/v1/targets?state=active``)."""
         data = await self._get("/api/v1/targets", {"state": "active"})
@@ -100,6 +135,7 @@ class PrometheusClient:
                     base_url=f"{parts.scheme}://{parts.netloc}",
                     health=str(item.get("health", "unknown")),
                     last_error=str(item.get("lastError", ""))[:200],
+                    scrape_interval_s=_duration_s(item.get("scrapeInterval")),
                 )
             )
         return found
@@ -114,3 +150,15 @@ def _labels_and_value(item: Any) -> tuple[dict[str, str] | None, float | None]:
         return None, None
     labels = {str(k): str(v) for k, v in item["metric"].items()}
     return labels, parse_float(value[1])
+
+
+def _duration_s(text: Any) -> float | None:
+    """A Prometheus duration of one unit (``15s``, ``1m``) in seconds, else None."""
+    if not isinstance(text, str):
+        return None
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    for unit in ("ms", "s", "m", "h"):
+        if text.endswith(unit):
+            number = parse_float(text.removesuffix(unit))
+            return None if number is None or number <= 0 else number * units[unit]
+    return None
