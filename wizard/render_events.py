@@ -184,8 +184,15 @@ def _probe(data: dict[str, Any], lang: str) -> RenderableType:
             say("walk.no_answer", lang) + (paren("", why, lang) if why else ""),
             style="red",
         )
+    if name == "endpoints" and facts.get("openai_api") is False:
+        # No model list: nothing else was asked, there is no value to show (it printed None).
+        status = facts.get("models_status")
+        answer = f"HTTP {status}" if isinstance(status, int) else say("walk.not_model_list", lang)
+        return Text(say("walk.endpoints_no_api", lang, status=answer), style="red")
     if name == "endpoints":
-        return Text(say("walk.endpoints", lang, model=facts.get("model"), version=facts.get("version"),
+        unknown = say("unknown", lang)
+        return Text(say("walk.endpoints", lang, model=facts.get("model") or unknown,
+                        version=facts.get("version") or unknown,
                         auth=value_word("auth", facts.get("auth"), lang),
                         completions="ok" if facts.get("completions_ok") else facts.get("completions_status"),
                         chat="ok" if facts.get("chat_ok") else facts.get("chat_status"),

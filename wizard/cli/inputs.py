@@ -103,3 +103,31 @@ def transcript_input(args: argparse.Namespace) -> Any:
         print(say("transcript.salvaged", lang, command=args.command, path=loaded.path,
                   n=len(loaded.events), lost=lost.get(lang, lost["en"])), file=sys.stderr)  # fmt: skip
     return loaded
+
+
+def check_nginx_conf(path: str | None) -> None:
+    """``--nginx-conf`` parsed before any request: a config that does not parse is said first,
+    not after the target was checked."""
+    if not path:
+        return
+    from pathlib import Path
+
+    from wizard.errors import UsageError, WizardError
+    from wizard.probes.nginx_config import analyse
+
+    try:
+        analyse(Path(path).expanduser())
+    except WizardError as exc:  # a syntax error (file:line), a folder without a .conf
+        raise UsageError.said("error.flag_said", flag="--nginx-conf", message=exc.texts) from None
+
+
+def check_transcript_path(path: Any) -> None:
+    """The transcript's folder can hold it: the nearest part of its path that exists must be a
+    folder (``a-file/walk.ndjson`` said "File exists" after the target was checked)."""
+    from wizard.errors import UsageError
+
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError.said("error.transcript_parent_file", path=path, parent=parent)
+            return

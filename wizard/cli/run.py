@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wizard.cli.inputs import check_base_url, language, seconds, transcript_input
+from wizard.cli.inputs import (
+    check_base_url,
+    check_nginx_conf,
+    check_transcript_path,
+    language,
+    seconds,
+    transcript_input,
+)
 
 if TYPE_CHECKING:
     from wizard.words_cli import Words
@@ -112,13 +119,18 @@ def run_command(args: argparse.Namespace) -> int:
     """Start a new walk."""
     from wizard import playbook as playbook_module
     from wizard.auth import api_key_from_env, url_secrets
+    from wizard.errors import UsageError
     from wizard.transcript import Redactor
     from wizard.workload import from_arguments
 
+    # Every input is read and checked before the first request (Prometheus, the target): a broken
+    # file is said at once, not after a network round trip.
     check_evidence_paths(args)
+    check_nginx_conf(args.nginx_conf)
     workload = from_arguments(args.model, args.endpoint, args.input_tokens, args.output_tokens,
                               args.concurrency, args.request_body)  # fmt: skip
-    fleet = _read_fleet(args)
+    if args.prometheus is None and args.target is None:
+        raise UsageError.said("error.target_required")
     for url in filter(None, (args.target, args.proxy)):
         check_base_url(url)
     if args.replica:
@@ -127,6 +139,8 @@ def run_command(args: argparse.Namespace) -> int:
         from_list(args.replica)  # a bad URL is a usage error before anything runs
     book = playbook_module.load(args.playbook or playbook_module.DEFAULT_PLAYBOOK)
     operator = choose_operator(args, book)
+    check_transcript_path(Path(args.transcript or default_transcript_path("")))
+    fleet = _read_fleet(args)
     for url in filter(None, (args.target, args.proxy)):
         preflight(url, log_given=bool(args.vllm_log), timeout_s=args.timeout)
     api_key = api_key_from_env(args.api_key_env)
@@ -150,8 +164,6 @@ def _read_fleet(args: argparse.Namespace) -> dict[str, Any] | None:
     from wizard.words import say
 
     if args.prometheus is None:
-        if args.target is None:
-            raise UsageError.said("error.target_required")
         return None
     report = probe_fleet.read(args)
     look_at = report["look_at"]
@@ -395,7 +407,7 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
         return 130
     finally:
         writer.close()
-    from wizard.engine import outcome
+    from wizard.engine import UNMEASURABLE_CAUSES, outcome
     from wizard.words import say
 
     _print_answer(screen, writer.path, lang)
@@ -406,6 +418,8 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
     )
     screen.print(say("end.paste", lang, command=f"latency-wizard export {writer.path} --format text"),
                  soft_wrap=True)  # fmt: skip
+    if any(f["cause"] in UNMEASURABLE_CAUSES for f in session.findings):
+        return 1  # no OpenAI API at the target (LAT021): the walk could not be done there
     return EXIT_CODES[outcome(session)["outcome"]]
 
 
