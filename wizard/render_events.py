@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.event_shapes import problem, unreadable_note
+from wizard.render_budget import budget_text, spent_text
 from wizard.replica_words import replica_evidence, said_why
 from wizard.words import (
     WORDS,
@@ -159,7 +160,10 @@ def render_event(
         )
     if kind == "end":
         codes = ", ".join(data["findings"]) or say("walk.none", lang)
-        return Rule(say("walk.complete", lang, codes=codes, changes=data["changes"]))
+        rule = Rule(say("walk.complete", lang, codes=codes, changes=data["changes"]))
+        return Group(spent_text(data["spent"], lang), rule) if data.get("spent") else rule
+    if kind == "budget":
+        return budget_text(data, lang)
     return None
 
 

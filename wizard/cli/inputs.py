@@ -45,6 +45,15 @@ def seconds(text: str) -> float:
     return value
 
 
+def count(text: str) -> int:
+    """A ``--max-requests``: a whole number, 0 or more (0 sends no round of load)."""
+    from wizard.words import say
+
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(say("error.not_count", language(), text=repr(text)))
+    return int(text)
+
+
 def language(argv: list[str] | None = None) -> str:
     """The language the command asked for (``--lang``), else the locale's: an error in the
     arguments is said before they are parsed."""

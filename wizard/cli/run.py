@@ -12,6 +12,7 @@ from wizard.cli.inputs import (
     check_base_url,
     check_nginx_conf,
     check_transcript_path,
+    count,
     language,
     seconds,
     transcript_input,
@@ -41,6 +42,8 @@ def register(subparsers: Any, words: Words) -> None:
     run.add_argument("--transcript", help=words("run.transcript"))
     run.add_argument("--playbook", help=words("run.playbook"))
     run.add_argument("--timeout", type=seconds, default=60.0, help=words("timeout_per_request"))
+    run.add_argument("--deadline", type=seconds, metavar="SECONDS", help=words("run.deadline"))
+    run.add_argument("--max-requests", type=count, metavar="N", help=words("run.max_requests"))
     run.add_argument("--api-key-env", help=words("api_key_env"))
     operator_arguments(run, words)
     run.set_defaults(handler=run_command)
@@ -143,6 +146,7 @@ def run_command(args: argparse.Namespace) -> int:
     fleet = _read_fleet(args)
     for url in filter(None, (args.target, args.proxy)):
         preflight(url, log_given=bool(args.vllm_log), timeout_s=args.timeout)
+    planned = _budget(args, book, workload, operator)
     api_key = api_key_from_env(args.api_key_env)
     path = Path(args.transcript) if args.transcript else default_transcript_path(args.target)
     header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
@@ -153,7 +157,31 @@ def run_command(args: argparse.Namespace) -> int:
               "workload": workload.to_header()}  # fmt: skip
     secrets = url_secrets(args.target, args.proxy, args.prometheus, *(args.replica or []))
     writer = _create(path, header, Redactor([api_key, *secrets]))
-    return execute(book, writer, operator, args, api_key, header, events=[], fleet=fleet)
+    return execute(book, writer, operator, args, api_key, header, events=[], fleet=fleet,
+                   planned=planned)  # fmt: skip
+
+
+def _budget(args: argparse.Namespace, book: Any, workload: Any, operator: Any) -> dict[str, Any]:
+    """The load the walk will send, printed before its first request; a person at the terminal
+    consents to it once (an explicit answer), else nothing is sent nor written."""
+    from wizard import aio, budget, prompts
+    from wizard.auth import without_userinfo
+    from wizard.errors import WizardError
+    from wizard.operator import InteractiveOperator
+    from wizard.render import console
+    from wizard.render_budget import budget_text
+    from wizard.words import texts
+
+    stages = budget.plan(book, workload)
+    deadline = args.deadline or budget.default_deadline(stages)
+    planned = budget.budget_event(stages, args.max_requests, deadline)
+    lang = args.lang or default_language()
+    console().print(budget_text(planned, lang), soft_wrap=True)
+    if isinstance(operator, InteractiveOperator):
+        question = texts("budget.consent", target=without_userinfo(args.target))[lang]
+        if not aio.run(prompts.yes_no(question, None, lang)):
+            raise WizardError.said("budget.declined")
+    return planned
 
 
 def _read_fleet(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -349,7 +377,7 @@ def _spinner(screen: Any, lang: str) -> tuple[Any, Any]:
 
 def _walk(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_key: str | None,
           header: dict[str, Any], events: list[dict[str, Any]], fleet: dict[str, Any] | None,
-          lang: str) -> tuple[Any, Any]:  # fmt: skip
+          lang: str, planned: dict[str, Any] | None = None) -> tuple[Any, Any]:  # fmt: skip
     """Set the session up and walk; return the console and the session."""
     from wizard import aio
     from wizard.auth import auth_headers
@@ -376,6 +404,13 @@ def _walk(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_k
     context.model = context.workload.model
     on_busy, context.on_progress = _spinner(screen, lang)
     session = Session(book, context, operator, writer, lang, show, on_busy=on_busy)
+    if planned is not None:
+        # Shown before the transcript existed; recorded, not shown again. The deadline runs
+        # from here.
+        from wizard.budget import Limits
+
+        writer.append("budget", None, planned)
+        session.limits = Limits(planned["deadline_s"], planned["max_requests"])
     start = restore(session, events) if events else None
     if events:
         screen.print(
@@ -388,14 +423,15 @@ def _walk(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_k
 
 def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_key: str | None,
             header: dict[str, Any], events: list[dict[str, Any]], resume_hint: str | None = None,
-            fleet: dict[str, Any] | None = None) -> int:  # fmt: skip
+            fleet: dict[str, Any] | None = None, planned: dict[str, Any] | None = None) -> int:  # fmt: skip
     """Walk (or continue) with live rendering; keep the transcript on Ctrl-C and say how to resume.
 
     Everything after the transcript was created is inside the Ctrl-C handling, the imports and the
     session's setup too: an interrupt there also leaves a transcript to resume."""
     lang = args.lang or header.get("lang") or default_language()
     try:
-        screen, session = _walk(book, writer, operator, args, api_key, header, events, fleet, lang)
+        screen, session = _walk(book, writer, operator, args, api_key, header, events, fleet, lang,
+                                planned)  # fmt: skip
     except KeyboardInterrupt:
         from wizard.render import console
         from wizard.words import say
