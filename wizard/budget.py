@@ -73,9 +73,9 @@ def round_cost(name: str, params: dict[str, Any]) -> RoundCost | None:
         return RoundCost(ENTRY_PINGS, ENTRY_PINGS * 2, 1, ENTRY_PINGS * request_seconds(1))
     if name == "validate":
         # LoadGen's SingleStream sends one query at a time, at least min_queries of them.
-        queries = _int(params, "min_queries", 64)
-        each = _int(params, "input_tokens", 64) + _int(params, "max_tokens", 8)
-        seconds = max(float(params.get("min_duration_s") or 0), queries * request_seconds(each))
+        queries, output = _int(params, "min_queries", 64), _int(params, "max_tokens", 8)
+        each = _int(params, "input_tokens", 64) + output
+        seconds = max(float(params.get("min_duration_s") or 0), queries * request_seconds(output))
         return RoundCost(queries, queries * each, 1, seconds)
     defaults = {"measure": measure_probe.DEFAULTS, "replicas": replicas.DEFAULTS}.get(name)
     if defaults is None:
@@ -89,12 +89,50 @@ def round_cost(name: str, params: dict[str, Any]) -> RoundCost | None:
     return RoundCost(sent, sent * each, concurrency, waves * request_seconds(output))
 
 
-def plan(playbook: Any, workload: Any) -> list[dict[str, Any]]:
+def _names(condition: Any) -> list[str]:
+    """Every fact and answer a condition reads (answers as ``answers.ID``)."""
+    if isinstance(condition, list):
+        return [name for part in condition for name in _names(part)]
+    if not isinstance(condition, dict):
+        return []
+    found = [str(condition["fact"])] if "fact" in condition else []
+    found += [f"answers.{condition['answer']}"] if "answer" in condition else []
+    return found + [name for key in ("all", "any", "not") for name in _names(condition.get(key))]
+
+
+def _possible(condition: Any, session: dict[str, Any]) -> bool:
+    """False only for a condition that reads nothing but what is known before the walk (the
+    ``session`` facts) and fails on it; anything else may hold at walk time."""
+    from wizard.conditions import evaluate
+
+    if not all(name.startswith("session.") for name in _names(condition)):
+        return True
+    return bool(evaluate(condition, {"session": session}, {}))
+
+
+def _planned(playbook: Any, session: dict[str, Any]) -> list[Any]:
+    """The nodes a walk may enter, in the playbook's order: reachable from the start through
+    edges not ruled out by what is known before it."""
+    from wizard.playbook import END
+
+    reached, todo = {playbook.start}, [playbook.start]
+    while todo:
+        for edge in playbook.nodes[todo.pop()].next:
+            if _possible(edge.when, session) and edge.to != END and edge.to not in reached:
+                reached.add(edge.to)
+                todo.append(edge.to)
+    return [node for node in playbook.nodes.values() if node.id in reached]
+
+
+def plan(playbook: Any, workload: Any, session: dict[str, Any]) -> list[dict[str, Any]]:
     """Per stage, in the playbook's order: its planned rounds, requests, tokens and the highest
-    concurrency, with the deadline's allowance (``seconds``)."""
+    concurrency, with the deadline's allowance (``seconds``). ``session``: the facts known
+    before the walk (``has_proxy``), which rule rounds out (the proxy's without a proxy)."""
     stages: dict[str, dict[str, Any]] = {}
-    for node in playbook.nodes.values():
+    for node in _planned(playbook, session):
         for call in node.probes:
+            if not _possible(call.when, session):
+                continue
             params = workload.round_params(call.name, dict(call.params), None)
             cost = round_cost(call.name, params)
             # The endpoints probe pings once at the start (again only after a restart).

@@ -226,25 +226,34 @@ async def check_resumed_server(session: Session, at: str) -> None:
         )
 
 
+def session_facts(
+    proxy: str | None, target: str | None, nginx_conf: str | None, workload: Workload
+) -> dict[str, Any]:
+    """What the walk knows before its first probe (``session.*`` facts; the budget plans by
+    them too)."""
+    return {
+        "has_proxy": bool(proxy),
+        "target": target,
+        "nginx_conf": nginx_conf,
+        # The API the operator named (run --endpoint, or the body's): no need to ask.
+        "endpoint": workload.endpoint,
+        # The incident's body constrains its output (structured outputs): its price is
+        # measured by the same round without the constraint.
+        "constraint_fields": workload.constraint_fields,
+        "constrained": bool(workload.constraint_fields),
+        "constraint_chars": workload.constraint_chars,
+    }
+
+
 async def walk(session: Session, start: str | None = None) -> None:
     """Walk from ``start`` (default: the playbook's start) to the end, then record ``end``."""
     playbook = session.playbook
     session.facts.setdefault("visited", {})
     session.facts.setdefault(
         "session",
-        {
-            "has_proxy": bool(session.ctx.proxy),
-            "target": session.ctx.target,
-            "nginx_conf": session.ctx.nginx_conf,
-            # The API the operator named (run --endpoint, or the body's): no need to ask.
-            "endpoint": (session.ctx.workload or Workload()).endpoint,
-            # The incident's body constrains its output (structured outputs): its price is
-            # measured by the same round without the constraint.
-            "constraint_fields": (session.ctx.workload or Workload()).constraint_fields,
-            "constrained": bool((session.ctx.workload or Workload()).constraint_fields),
-            "constraint_chars": (session.ctx.workload or Workload()).constraint_chars,
-        },
-    )
+        session_facts(session.ctx.proxy, session.ctx.target, session.ctx.nginx_conf,
+                      session.ctx.workload or Workload()),
+    )  # fmt: skip
     session.ctx.session = session  # the audit probe reads the session's history
     node_id = start or playbook.start
     try:

@@ -166,13 +166,15 @@ def _budget(args: argparse.Namespace, book: Any, workload: Any, operator: Any) -
     consents to it once (an explicit answer), else nothing is sent nor written."""
     from wizard import aio, budget, prompts
     from wizard.auth import without_userinfo
+    from wizard.engine import session_facts
     from wizard.errors import WizardError
     from wizard.operator import InteractiveOperator
     from wizard.render import console
     from wizard.render_budget import budget_text
     from wizard.words import texts
 
-    stages = budget.plan(book, workload)
+    known = session_facts(args.proxy, args.target, args.nginx_conf, workload)
+    stages = budget.plan(book, workload, known)
     deadline = args.deadline or budget.default_deadline(stages)
     planned = budget.budget_event(stages, args.max_requests, deadline)
     lang = args.lang or default_language()
