@@ -74,3 +74,23 @@ def test_a_transcript_under_a_file_is_said_before_any_request(
     assert connections(server) == 0 and blocker.read_text() == "a file, not a folder\n"
     zh = run("--lang", "zh", "--target", url, "--transcript", str(path))
     assert zh.returncode == 2 and f"{blocker} 是文件，不是文件夹" in zh.stderr
+
+
+def test_the_playbook_is_read_once_not_value_by_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Most of `run`'s time before its reachability check was the playbook's YAML: a Python
+    loader built for each of its 4,000 values (and the pure-Python parser where libyaml is
+    there). Counted, not timed: one loader for the whole document."""
+    import yaml
+
+    from wizard import playbook
+
+    made: list[object] = []
+    original = yaml.SafeLoader.__init__
+
+    def counting(self: yaml.SafeLoader, stream: object) -> None:
+        made.append(stream)
+        original(self, stream)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(yaml.SafeLoader, "__init__", counting)
+    book = playbook.load(playbook.DEFAULT_PLAYBOOK)
+    assert book.nodes and len(made) <= (1 if yaml.__with_libyaml__ else 2)
