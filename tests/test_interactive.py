@@ -38,6 +38,13 @@ def spawn(*args: str) -> pexpect.spawn:
                          dimensions=(40, 120))  # fmt: skip
 
 
+def consent(child: pexpect.spawn) -> None:
+    """`run` at a terminal says the load it will send and asks once (no default)."""
+    child.expect(r"Send this load to http://127\.0\.0\.1:\d+\? \(y/n\)")
+    time.sleep(1.0)
+    child.send("y\r")
+
+
 @pytest.mark.timeout(400)
 def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> None:
     """Asked: what the evidence cannot answer (the API of a server answering both, LoadGen, the
@@ -45,6 +52,7 @@ def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> N
     path = tmp_path / "interactive.ndjson"
     child = spawn("run", "--target", healthy_sim.url, "--host-evidence",
                   str(healthy_sim.host_evidence), "--transcript", str(path))  # fmt: skip
+    consent(child)
     child.expect("Which API does the service use")  # it answers both: only the operator knows
     time.sleep(1.0)
     child.send("\r")  # the default, completions
@@ -128,6 +136,7 @@ def test_a_server_fixed_after_a_failed_start_is_measured(tmp_path: Path) -> None
     path = tmp_path / "fixed.ndjson"
     child = spawn("run", "--target", f"http://127.0.0.1:{port}", "--vllm-log", str(log),
                   "--transcript", str(path))  # fmt: skip
+    consent(child)
     child.expect("LAT014: apply")
     time.sleep(1.0)
     child.send("2\r")  # "I applied it myself", typed: a change needs an explicit answer
@@ -203,7 +212,7 @@ def wait_for_event(path: Path, kind: str, child: pexpect.spawn, timeout: float =
 WRAPPED = r"(?:\x1b\[[0-9;]*m|\s)*"
 PROMPTS = [r"\(Y/n\)|" + WRAPPED.join("回车=是）"), r"\(y/N\)|" + WRAPPED.join("回车=否）"),
            r"\(Use" + WRAPPED + r"arrow" + WRAPPED + r"keys\)|" + WRAPPED.join("（用方向键选择）"),
-           r"\[1\] (?:apply it for me|替我应用)"]  # fmt: skip
+           r"\[1\] (?:apply it for me|替我应用|not applied \(skip\)|不应用（跳过）)"]  # fmt: skip
 
 
 @pytest.mark.skipif(
@@ -224,7 +233,8 @@ def test_the_demo_walk_in_a_terminal_reads_as_sentences(lang: str, tmp_path: Pat
     while (index := child.expect([*PROMPTS, pexpect.EOF], timeout=300)) < len(PROMPTS):
         asked += 1
         time.sleep(1.0)  # prompt_toolkit draws the question before it reads keys
-        # Enter: the default (LoadGen on, the rest walked); a change is applied on its number.
+        # Enter: the default (LoadGen on, the rest walked); a change is answered by its number,
+        # 1: "apply it for me" where the demo can, else "not applied (skip)" (Enter's before).
         child.send("1\r" if index == len(PROMPTS) - 1 else "\r")
     child.close()
     assert child.exitstatus == 0, screen.getvalue()[-3000:]

@@ -471,7 +471,7 @@ async def _probe(
         ):
             break
         note(session, node.id, "note.contended_again", round=label, n=again, most=contention.REMEASURES,
-             why=result.facts["client"].get("reason") or "")  # fmt: skip
+             why=result.facts["client"].get("reason_texts") or result.facts["client"].get("reason") or "")  # fmt: skip
         result = await run_once()
     session.facts[call.as_] = result.facts if result.error is None else {"error": result.error}
     session.stage_errors += result.error is not None
