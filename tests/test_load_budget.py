@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from tests.conftest import SimProcess, wizard_command
 from wizard import transcript
@@ -107,3 +108,27 @@ def test_a_person_consents_to_the_load_once(healthy_sim: SimProcess, tmp_path: P
     child.close()
     assert child.exitstatus == 1
     assert not path.exists() and finished(healthy_sim) == before
+
+
+@pytest.mark.timeout(240)
+def test_the_deadline_cuts_a_round_that_never_ends(tmp_path: Path) -> None:
+    """A server whose responses never finish held a walk 15 min at --timeout 5 (each request
+    runs to its own deadline, five read timeouts). Past --deadline the request in flight is
+    cancelled and the walk ends with what it has; here its first step's pings never end (each
+    would take 150 s at --timeout 30, more than this test's own timeout)."""
+    from tests.faultserver import fault_server
+
+    path = tmp_path / "endless.ndjson"
+    with fault_server() as url:
+        result = subprocess.run(
+            wizard_command("run", "--target", f"{url}/endless", "--auto", "--timeout", "30",
+                           "--deadline", "3", "--transcript", str(path)),
+            capture_output=True, text=True, timeout=200,
+        )  # fmt: skip
+    assert result.returncode == 4, result.stderr  # nothing measured
+    loaded = transcript.load(path)
+    assert loaded.complete
+    notes = [e["data"]["text"] for e in loaded.events if e["type"] == "note"]
+    assert any("the walk's deadline (3 s, --deadline) passed after 0 round(s)" in n for n in notes)
+    assert loaded.events[-1]["data"]["spent"]["deadline_reached"]
+    assert not any(e["type"] == "measurement" for e in loaded.events)
