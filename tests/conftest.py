@@ -5,9 +5,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,7 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.realvllm import REAL_API_KEY, RealVllm, vllm_python
+from tests.realvllm import REAL_API_KEY, RealVllm, host_dtype, vllm_python
+from tests.recorder import Recorder
 from wizard import transcript
 
 URL_LINE = re.compile(r"listening on (http://\S+)")
@@ -193,6 +197,11 @@ def pytest_configure(config: pytest.Config) -> None:
     the demo outlived its 60 s). The tests stand for a user at a terminal, where SIGINT is live."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Transcripts are signed with a key in the user's config folder (wizard/signing.py): the
+    # tests and the walks they start keep theirs in a folder of their own, never the user's.
+    config_home = tempfile.mkdtemp(prefix="latency-wizard-config-")
+    os.environ["XDG_CONFIG_HOME"] = config_home
+    config.add_cleanup(lambda: shutil.rmtree(config_home, ignore_errors=True))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -242,9 +251,22 @@ class RealVllmPool:
             server.stop()
 
 
+# The real servers' --dtype and why, once a real-vLLM test has run (said in the test report).
+REAL_DTYPE = pytest.StashKey[tuple[str, str]]()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say which dtype the real servers ran with and why (shown under -q too, unlike a header)."""
+    if (chosen := terminalreporter.config.stash.get(REAL_DTYPE, None)) is not None:
+        terminalreporter.write_line(f"real vLLM: --dtype {chosen[0]}: {chosen[1]}")
+
+
 @pytest.fixture(scope="session")
-def real_vllm_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealVllmPool]:
+def real_vllm_pool(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealVllmPool]:
     vllm_python()  # skip (or fail under WIZARD_REQUIRE_REAL_VLLM=1) before anything starts
+    request.config.stash[REAL_DTYPE] = host_dtype()
     pool = RealVllmPool(tmp_path_factory.mktemp("real-vllm"))
     yield pool
     pool.stop()
@@ -324,3 +346,14 @@ def playbook_with_probes_only(
     path = tmp_path / "playbook-probes-only.yaml"
     path.write_text(yaml.safe_dump(book, allow_unicode=True), encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    """A loopback listener that keeps every request's headers (tests/recorder.py)."""
+    server = Recorder()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()

@@ -13,7 +13,9 @@ count as the client's own CPU, and call it saturated).
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +25,7 @@ import pytest
 import yaml
 
 from tests.conftest import SimProcess, playbook_with_probes_only
-from wizard import conditions, transcript
+from wizard import conditions, contention, transcript
 from wizard.contention import timings_doubtful
 
 HOGGED = (
@@ -113,6 +115,10 @@ def test_a_contended_round_is_measured_again_then_called_inconclusive(
     again = [e["data"]["text"] for e in events if e["type"] == "note"
              if "measuring client was contended in direct " in e["data"]["text"]]  # fmt: skip
     assert len(again) == 2, again  # measured again twice, then judged as it is
+    # Said in every language with the client's own reason in that language (zh printed English).
+    zh = [e["data"]["texts"]["zh"] for e in events if e["type"] == "note"
+          if "measuring client was contended in direct " in e["data"]["text"]]  # fmt: skip
+    assert len(zh) == 2 and not any("kept waiting for a CPU" in text for text in zh), zh
     unjudged = {e["data"]["code"]: e["data"] for e in events if e["type"] == "inconclusive"}
     assert "direct" in unjudged["LAT042"]["rounds"]
     assert "waiting for a CPU" in unjudged["LAT042"]["reason"]
@@ -140,3 +146,52 @@ def test_an_uncontended_walk_judges_every_rule(healthy_sim: SimProcess, tmp_path
         pytest.skip("this machine contended the client itself: nothing to tell apart")
     assert not [e for e in events if e["type"] == "inconclusive"]
     assert next(e["data"] for e in events if e["type"] == "end")["inconclusive"] == []
+
+
+def test_contention_makes_a_verdict_inconclusive_only_when_it_could_explain_the_effect() -> None:
+    """The demo's TTFT 267 -> 27.6 ms (interval [-576, -110] ms) beside a client whose loop woke
+    up to 24 ms late is an improvement; the same client cannot tell a 10 ms change."""
+    assert contention.beyond(-576.0, -110.0, 24.0) and contention.beyond(30.0, 80.0, 24.0)
+    assert not contention.beyond(-30.0, -10.0, 24.0) and not contention.beyond(None, None, 1.0)
+    rounds = [{"client_contended": True, "client_lag_max_ms": 6.0},
+              {"client_contended": True, "client_lag_max_ms": 24.0}, {"client_contended": False}]  # fmt: skip
+    assert contention.contention_ms(rounds) == (True, 24.0)
+    assert contention.contention_ms([{"client_contended": False}]) == (False, None)
+    # A contended round of an older transcript (no lag recorded) judges nothing.
+    assert contention.contention_ms([{"client_contended": True}]) == (True, None)
+
+
+def _round(name: str, ttft: float, lag: float | None, spec: dict[str, Any]) -> dict[str, Any]:
+    rng = random.Random(name)
+    values = {"ttft_ms": [ttft * rng.lognormvariate(0, 0.3) for _ in range(16)],
+              "tpot_ms": [10 * rng.lognormvariate(0, 0.02) for _ in range(16)]}  # fmt: skip
+    return {"as": "direct", "round": name, "fingerprint": "f", "spec": spec, "values": values,
+            "client_contended": lag is not None, "client_lag_max_ms": lag}  # fmt: skip
+
+
+@pytest.mark.parametrize(("lag", "verdict"), [(24.0, "improved"), (400.0, "inconclusive")])
+def test_a_contended_comparison_keeps_an_effect_larger_than_its_contention(
+    tmp_path: Path, lag: float, verdict: str
+) -> None:
+    from wizard import engine, playbook
+    from wizard.measure import MeasurementSpec
+    from wizard.operator import ScriptedOperator
+    from wizard.probes.runner import ProbeContext
+
+    book = playbook.load()
+    writer = transcript.TranscriptWriter.create(
+        tmp_path / "t.ndjson",
+        {"playbook_id": book.id, "target": "http://x"},
+        transcript.Redactor([]),
+    )
+    session = engine.Session(book, ProbeContext(target="http://x"), ScriptedOperator({}), writer)
+    spec = dataclasses.asdict(MeasurementSpec("m", "completions", 64, 64, 4, "http://x"))
+    node = next(iter(book.nodes.values()))
+    try:
+        engine._compare(session, node, [_round("direct", 267, lag, spec)],
+                        [_round("direct#2", 27.6, lag, spec)], "baseline")  # fmt: skip
+    finally:
+        writer.close()
+    ttft = next(s for s in session.comparisons[-1]["segments"] if s["segment"] == "ttft_ms")
+    assert ttft["verdict"] == verdict and ttft["contention_ms"] == lag
+    assert ttft.get("client_contended", False) is (verdict == "inconclusive")

@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import assert_walk_exit, wizard_command
 from tests.faultserver import CYCLE, MODES, TRICKLES, fault_server, text_chunk
+from wizard.cli.probe import NOTHING_MEASURED
 from wizard.probes.bounded import DEADLINE_READ_TIMEOUTS
 from wizard.probes.stream import RequestSpec, StreamSample, measure_stream
 
@@ -142,7 +143,7 @@ def test_probe_stream_records_every_mode(faults: str, mode: str) -> None:
     assert report["summary"]["errors"] == ({kind: 1} if kind else {})
     assert report["summary"]["succeeded"] == (0 if kind else 1)
     assert one_line(report["samples"][0]["error"]) == bool(kind)
-    assert result.returncode == (1 if kind else 0)
+    assert result.returncode == (NOTHING_MEASURED if kind else 0)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -155,7 +156,36 @@ def test_probe_load_records_every_mode(faults: str, mode: str) -> None:
     for part in ("cold", "steady"):  # each connection's first request, then the two steady ones
         assert report[part]["summary"]["errors"] == ({kind: 2} if kind else {}), part
         assert all(one_line(s["error"]) == bool(kind) for s in report[part]["samples"]), part
-    assert result.returncode == (1 if kind else 0)
+    assert result.returncode == (NOTHING_MEASURED if kind else 0)
+
+
+@pytest.mark.parametrize("mode", ["garbage", "status500"])
+def test_probe_proxy_with_every_request_failed_gives_no_verdict(faults: str, mode: str) -> None:
+    """Every sample on both paths rejected: no "passes events through as they come" (exit 0) from
+    no data, but the nothing-measured code and the first error, in JSON and in words."""
+    args = ("probe", "proxy", "--target", f"{faults}/{mode}", "--proxy", f"{faults}/{mode}",
+            "--model", "m", "--repeat", "2", "--timeout", str(READ_TIMEOUT_S))  # fmt: skip
+    result = cli(*args, "--json")
+    assert result.returncode == NOTHING_MEASURED and "Traceback" not in result.stderr
+    report = json.loads(result.stdout)
+    assert report["nothing_measured"]["paths"] == ["direct", "proxy"]
+    assert report["nothing_measured"]["first_error"].startswith(RECORDED_AS[mode])
+    assert "passes events" not in report["verdict"] and not report["buffering_suspected"]
+    shown = cli(*args)
+    assert shown.returncode == NOTHING_MEASURED
+    assert "nothing could be measured" in shown.stdout and "passes events" not in shown.stdout
+    assert "-  " not in shown.stdout  # no table of dashes
+
+
+@pytest.mark.parametrize("command", [("stream", "--repeat", "2"), ("load", "--requests", "2")])
+def test_a_probe_whose_every_request_failed_shows_no_table_of_dashes(
+    faults: str, command: tuple[str, ...]
+) -> None:
+    result = cli("probe", command[0], "--target", f"{faults}/status500", "--model", "m",
+                 *command[1:], "--timeout", str(READ_TIMEOUT_S))  # fmt: skip
+    assert result.returncode == NOTHING_MEASURED, result.stderr
+    assert "nothing could be measured" in result.stdout and "http_500" in result.stdout
+    assert "p50" not in result.stdout  # no percentile table made of dashes
 
 
 # /health of each behaviour: answered (its status) or not (and why, in one line).

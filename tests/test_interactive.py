@@ -75,7 +75,7 @@ def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> N
     assert not partial.complete
     assert any(e["type"] == "measurement" for e in partial.events)  # the baseline is kept
 
-    child = spawn("resume", str(path))
+    child = spawn("resume", str(path), "--target", healthy_sim.url)
     child.expect("resuming")
     prompts = [
         "How many GPUs", "physical CPU cores", r"LAT\d{3}: apply", "tensor-parallel-size",

@@ -18,6 +18,9 @@ import pytest
 from tests.conftest import SimProcess, wizard_command
 from wizard.measure import (
     ITL_PER_REQUEST,
+    NEAR_ZERO,
+    PRACTICAL_THRESHOLD,
+    TOO_WIDE,
     IncomparableError,
     Measurement,
     MeasurementSpec,
@@ -57,13 +60,15 @@ def test_percentile_interpolates() -> None:
 def test_a_band_wider_than_the_whole_drop_still_sees_a_fivefold_drop() -> None:
     """A starved machine's A/A moved TTFT by ~150 %: a fix taking TTFT from 141 to 25 ms (5.7x)
     is beyond that band downwards too (on the relative scale a drop stops at -100 %, and such a
-    band called it "within noise"), while a 1.5x drop stays within it."""
+    band called it "within noise"), while a 1.5x drop is no answer: a band beyond ±100 % bounds
+    nothing, so it is "inconclusive", never "within noise", and the band itself is not given."""
     rng = random.Random(3)
     before = [141 * rng.lognormvariate(0, 0.05) for _ in range(32)]
     fixed = [25 * rng.lognormvariate(0, 0.05) for _ in range(32)]
     modest = [94 * rng.lognormvariate(0, 0.05) for _ in range(32)]
     assert compare_values("ttft_ms", before, fixed, noise=1.47).verdict == "improved"
-    assert compare_values("ttft_ms", before, modest, noise=1.47).verdict == "within noise"
+    unsure = compare_values("ttft_ms", before, modest, noise=1.47)
+    assert (unsure.verdict, unsure.noise_band, unsure.reason) == ("inconclusive", None, TOO_WIDE)
     worse = [141 * 5.7 * rng.lognormvariate(0, 0.05) for _ in range(32)]
     assert compare_values("ttft_ms", before, worse, noise=1.47).verdict == "regressed"
 
@@ -348,3 +353,33 @@ def test_a_round_keeps_the_engines_own_mean_gap(sim_factory: SimFactory) -> None
     stats_off = sim_factory("--disable-log-stats")
     facts = aio.run(measure_probe.probe(ProbeContext(target=stats_off.url), params))
     assert facts["server"] == {"available": False}
+
+
+def test_a_median_near_zero_is_judged_by_its_difference_never_by_a_ratio() -> None:
+    """ITL through a buffering proxy: most gaps are 0 ms (events in one read). The ratio of two
+    such medians gave bands of ±1,108,400,800 %; the difference in ms is what can be said."""
+    rng = random.Random(4)
+    bursts = [0.0] * 20 + [rng.uniform(20, 40) for _ in range(4)]
+    bursts_again = [0.0] * 19 + [rng.uniform(20, 40) for _ in range(5)]
+    stream = [10 + rng.gauss(0, 0.5) for _ in range(24)]
+    same = compare_values("itl_ms", bursts, bursts_again)
+    assert (same.verdict, same.reason, same.relative_change, same.noise_band) == (
+        "within noise", NEAR_ZERO, None, None)  # fmt: skip
+    fixed = compare_values("itl_ms", bursts, stream)
+    assert fixed.verdict == "regressed" and fixed.relative_change is None
+    assert fixed.ci_low_ms is not None and 9 < fixed.ci_low_ms <= fixed.ci_high_ms < 11  # type: ignore[operator]
+    # And an A/A pair of such rounds gives no band at all (not a huge one).
+    assert noise_band(bursts, bursts_again) is None
+
+
+def test_a_degenerate_sample_gives_a_bounded_band_or_none() -> None:
+    """Identical values (every request the same, a quantised clock) bootstrap to one point: the
+    band is the practical threshold, never a division by zero or a band beyond ±100 %."""
+    flat = [12.0] * 16
+    result = compare_values("tpot_ms", flat, list(flat))
+    assert result.verdict == "within noise" and result.noise_band == PRACTICAL_THRESHOLD
+    assert noise_band(flat, list(flat)) == 0.0
+    zeros = compare_values("itl_ms", [0.0] * 16, [0.0] * 16)
+    assert (
+        zeros.verdict == "within noise" and zeros.noise_band is None and zeros.reason == NEAR_ZERO
+    )

@@ -46,7 +46,7 @@ def test_killed_session_resumes_to_a_valid_complete_transcript(
     partial = transcript.load(path)  # a SIGKILL leaves a valid prefix
     assert not partial.complete
     resumed = subprocess.run(
-        wizard_command("resume", str(path), "--answers", str(answers)),
+        wizard_command("resume", str(path), "--answers", str(answers), "--target", healthy_sim.url),
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert_walk_exit(resumed, path)
@@ -211,7 +211,7 @@ def test_resume_finds_the_evidence_from_another_directory(
     header = transcript.load(path).header
     assert header["vllm_log"] == str(start_dir / "vllm.log")
     assert header["host_evidence"] == str(start_dir / "host")
-    resumed = subprocess.run(wizard_command("resume", str(path), "--answers", str(answers)),
+    resumed = subprocess.run(wizard_command("resume", str(path), "--answers", str(answers), "--target", healthy_sim.url),
                              capture_output=True, text=True, timeout=300, cwd=other_dir)  # fmt: skip
     assert_walk_exit(resumed, path)
     facts = {e["data"]["as"]: e["data"]["facts"] for e in transcript.load(path).events
@@ -262,7 +262,7 @@ def test_resume_keeps_the_servers_limits_and_records_itself(
     sim = sim_factory("--max-model-len", "2048")
     path = _killed_after_baseline(sim.url, tmp_path)
     resumed = subprocess.run(
-        wizard_command("resume", str(path), "--answers", str(answers_file(tmp_path))),
+        wizard_command("resume", str(path), "--answers", str(answers_file(tmp_path)), "--target", sim.url),
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert_walk_exit(resumed, path)
@@ -289,7 +289,7 @@ def test_resume_refuses_a_different_server_behind_the_same_url(
     sim_factory("--served-model-name", "model-b", "--port", port)
     before = path.read_bytes()
     resumed = subprocess.run(
-        wizard_command("resume", str(path), "--answers", str(answers_file(tmp_path))),
+        wizard_command("resume", str(path), "--answers", str(answers_file(tmp_path)), "--target", first.url),
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert resumed.returncode == 1

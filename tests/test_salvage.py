@@ -85,7 +85,7 @@ def test_a_torn_transcript_is_said_in_chinese(tmp_path: Path) -> None:
     ]
     # The terminal's width wraps the heading where it may (a long temporary path): read unwrapped.
     unwrapped = "".join(replayed.stdout.split())
-    assert f"{path}：已验证，{kept}个事件，目标http://" in unwrapped, replayed.stdout
+    assert f"{path}：哈希链已验证，{kept}个事件，目标http://" in unwrapped, replayed.stdout
     assert "（未完成：用'latency-wizardresume'继续）" in unwrapped, replayed.stdout
     text = cli("export", str(path), "--salvage", "--format", "text", "--lang", "zh").stdout
     assert f"（已抢救：第 {torn_line} 行（{torn_bytes} 字节）未保留：最后一行不完整" in text, text
@@ -149,9 +149,11 @@ def test_resume_salvage_sets_the_torn_tail_aside_and_completes(
     with path.open("ab") as handle:
         handle.write(torn)
     kept = len(transcript.load(path, salvage=True).events)
-    refused = cli("resume", str(path), "--answers", str(answers))
+    refused = cli("resume", str(path), "--answers", str(answers), "--target", healthy_sim.url)
     assert refused.returncode == 1 and "--salvage keeps the" in refused.stderr
-    resumed = cli("resume", str(path), "--answers", str(answers), "--salvage")
+    resumed = cli(
+        "resume", str(path), "--answers", str(answers), "--salvage", "--target", healthy_sim.url
+    )
     assert_walk_exit(resumed, path)
     aside = path.with_name(path.name + ".torn")
     assert aside.read_bytes() == torn

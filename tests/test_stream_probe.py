@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import SimProcess, wizard_command
 from tests.faultserver import fault_server
+from wizard.cli.probe import NOTHING_MEASURED
 from wizard.probes.stream import RequestSpec, StreamSample, measure_stream
 
 SimFactory = Callable[..., SimProcess]
@@ -164,7 +165,7 @@ def test_auth_failure_and_key_never_printed(sim_factory: SimFactory) -> None:
         wizard_command("probe", "stream", "--target", sim.url, "--model", MODEL, "--repeat", "1", "--json"),
         capture_output=True, text=True, timeout=60, env={**os.environ, "VLLM_API_KEY": ""},
     )  # fmt: skip
-    assert without.returncode == 1
+    assert without.returncode == NOTHING_MEASURED
     report = json.loads(without.stdout)
     assert report["summary"]["errors"] == {"http_401": 1}
     assert report["samples"][0]["error"] == "HTTP 401: Unauthorized"

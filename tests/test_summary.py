@@ -8,6 +8,7 @@ restart), and auth-required walked without the key (every round and LoadGen run 
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import re
@@ -40,6 +41,23 @@ def export(path: Path, fmt: str, *extra: str) -> str:
     return result.stdout
 
 
+BAND = re.compile(r"±\s*([\d,]+(?:\.\d+)?)\s*%")
+
+
+@pytest.mark.parametrize(
+    "path", [*EXAMPLES, *sorted(FIXTURES.glob("*.ndjson"))], ids=lambda p: p.name
+)
+def test_no_export_or_replay_shows_a_band_beyond_100_percent(path: Path) -> None:
+    """A band beyond ±100 % (an A/A pair that moved more than 2x, a ratio of near-zero medians)
+    is no noise estimate: every reader says why instead of printing it."""
+    shown = [export(path, fmt) for fmt in ("md", "text")]
+    replay = subprocess.run(wizard_command("replay", str(path)), capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
+    shown.append(replay.stdout)
+    bands = [float(b.replace(",", "")) for text in shown for b in BAND.findall(text)]
+    assert all(band <= 100 for band in bands), sorted(bands)[-3:]
+
+
 def test_numbers_are_written_for_people() -> None:
     assert (percent(0.0011101859561476468), percent(0.209), percent(1.0), percent(0.0)) == (
         "0.1 %", "21 %", "100 %", "0 %",
@@ -61,8 +79,12 @@ def test_text_leads_with_the_cause_the_change_and_its_proven_effect() -> None:
     assert lines[3] == "The one change: `proxy_buffering off;` (proxy_buffering on -> off)"
     effect = lines[4]
     assert effect.startswith("Proven effect: LAT001 cause gone in proxy#2: ")
-    # The walk's own comparison, as it judged it (a wide A/A band made it "within noise").
-    assert "TTFT p50 141 -> 24.6 ms (-83 %), within noise (±147 % noise)" in effect
+    # The walk's own comparison, as it judged it (a wide A/A band made it "within noise"); the band
+    # itself (±147 %) bounds nothing and is not shown.
+    assert (
+        "TTFT p50 141 -> 24.6 ms (-83 %), within noise "
+        "(no band: the same round measured twice moved by more than 2x)" in effect
+    )
     assert "events per read 11 -> 1 (typical)" in effect
     assert "Outcome: no cause remains" in lines
     # The incident's proxy baseline (141 ms) beside its final state (22.1 ms), not the post-fix one only.
@@ -367,3 +389,37 @@ def test_chart_axis_labels_never_overlap(transcript_path: Path, tmp_path: Path) 
         assert len(labels) >= 2, chart  # a scale to read, not a bare axis
         for upper, lower in itertools.pairwise(labels):
             assert upper["bottom"] <= lower["top"], (chart["title"], upper, lower)
+
+
+def test_a_walk_that_changed_nothing_shows_no_final_state_and_no_change_validation() -> None:
+    """Both changes were refused (two parameters): nothing was changed, so no "incident -> final"
+    difference (TTFT 22.2 -> 32.5 ms read as an effect) and no "every change together"."""
+    text = export(REFUSED, "text")
+    assert "-> final" not in text and "every change together" not in text
+    assert "direct p50 (incident): TTFT 22.2 ms, TPOT 12.2 ms" in text
+    md = export(REFUSED, "md")
+    assert "## Baseline (the incident's first rounds; nothing was changed)" in md
+    assert "| final, steady |" not in md and "beside the final state" not in md
+    zh = export(REFUSED, "md", "--lang", "zh")
+    assert "未做任何变更" in zh and "最终" not in zh.split("##")[2]
+
+
+def test_a_validation_with_nothing_changed_is_the_same_server_measured_again(
+    tmp_path: Path,
+) -> None:
+    """LoadGen run twice on a walk that changed nothing is no "every change together"."""
+    from tests.forge import read_records, write_rechained
+
+    header, events = read_records(REFUSED)
+    _, nginx_events = read_records(NGINX)
+    validation = next(e for e in nginx_events if e["type"] == "comparison"
+                      and e["data"]["against"] == "before the changes")  # fmt: skip
+    same = copy.deepcopy(validation)
+    same["data"]["against"] = "the same run earlier (nothing changed)"
+    end = len(events) - 1 if events[-1]["type"] == "end" else len(events)
+    path = write_rechained(tmp_path / "t.ndjson", header, [*events[:end], same, *events[end:]])
+    text = export(path, "text")
+    # (its LoadGen runs are not in this walk, so their path is unknown here)
+    assert "path (the same server, measured again): TTFT p50" in text
+    assert "every change together" not in text
+    assert "同一服务器再测一次" in export(path, "md", "--lang", "zh")

@@ -191,10 +191,12 @@ def test_the_commands_own_bad_input_in_chinese(tmp_path: Path) -> None:
 def test_what_export_says_after_writing(tmp_path: Path) -> None:
     """Its status line follows the user's language (the summary follows --lang, else the walk's)."""
     walk = Path(__file__).parent / "fixtures" / "transcripts" / "demo-kv-pressure.ndjson"
-    out = tmp_path / "summary.md"
-    zh, en = all_at_once([["export", str(walk), "-o", str(out)]] * 2, ["zh_CN.UTF-8", "C.UTF-8"])
-    assert zh.returncode == 0 and zh.stdout == f"已写入 {out}\n", zh.stdout + zh.stderr
-    assert en.returncode == 0 and en.stdout == f"wrote {out}\n", en.stdout + en.stderr
+    # Two files: -o refuses one that exists (tests/test_no_overwrite.py).
+    outs = [tmp_path / "summary-zh.md", tmp_path / "summary-en.md"]
+    zh, en = all_at_once([["export", str(walk), "-o", str(out)] for out in outs],
+                         ["zh_CN.UTF-8", "C.UTF-8"])  # fmt: skip
+    assert zh.returncode == 0 and zh.stdout == f"已写入 {outs[0]}\n", zh.stdout + zh.stderr
+    assert en.returncode == 0 and en.stdout == f"wrote {outs[1]}\n", en.stdout + en.stderr
 
 
 def test_every_cli_phrase_has_its_chinese() -> None:

@@ -5,14 +5,16 @@ wakes late and a whole stream can arrive in one read: its TTFT, TPOT, gaps and e
 describe the client, not the server. The measure probe says so (``client.timings_doubtful``):
 the client's self-check found it contended or its requests held back, and its loop woke late by
 half a gap of the stream or more (the engine's own mean gap, else the client's TPOT: a late wake-up
-shorter than that still reads events one by one). The walk then measures the round again, up to ``REMEASURES`` times; if the client stays contended, every rule and verdict
-that turns on that round's client timing is "inconclusive: the measuring client was contended",
-never "no cause", "improved" or "regressed". It is never a cause of the incident.
+shorter than that still reads events one by one). The walk then measures the round again, up to
+``REMEASURES`` times; if the client stays contended, every rule that turns on that round's client
+timing is "inconclusive: the measuring client was contended", never "no cause"; a comparison's
+verdict stands only when its effect is larger than the client's worst late wake-up (``beyond``),
+else it is inconclusive too. It is never a cause of the incident.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from wizard import conditions
@@ -32,6 +34,25 @@ def timings_doubtful(client: Mapping[str, Any], pace_ms: float | None) -> bool:
         return False
     lag = float(client.get("loop_lag_p90_ms") or 0.0)
     return pace_ms is None or lag >= pace_ms / 2
+
+
+def contention_ms(rounds: Sequence[Mapping[str, Any]]) -> tuple[bool, float | None]:
+    """Whether any round's client stayed contended, and the worst late wake-up of those clients
+    (ms); None when a contended round did not record it (an older transcript): then no effect
+    can be told from the client's own delay, and its rounds judge nothing."""
+    lags = [r.get("client_lag_max_ms") for r in rounds if r.get("client_contended")]
+    known = [float(lag) for lag in lags if isinstance(lag, int | float)]
+    return bool(lags), (max(known) if known and len(known) == len(lags) else None)
+
+
+def beyond(low_ms: float | None, high_ms: float | None, lag_ms: float) -> bool:
+    """Whether an effect's interval (after - before, ms) lies beyond what a contended client could
+    add: a late wake-up delays a timestamp by at most the loop's worst lag, so a difference of
+    medians moved by contention alone stays within that lag of zero. The demo's TTFT 267 -> 27.6
+    ms (interval [-576, -110] ms) with wake-ups of 6-24 ms is an effect, not the client."""
+    if low_ms is None or high_ms is None:
+        return False
+    return high_ms < -lag_ms or low_ms > lag_ms
 
 
 def contended(facts: Any) -> bool:

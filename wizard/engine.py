@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from wizard import budget, changes, conditions, config_check, contention
+from wizard import budget, changes, conditions, config_check, contention, stability
 from wizard.measure import (
     IncomparableError,
     MeasurementSpec,
@@ -137,8 +137,10 @@ class Session:
     changes: list[dict[str, Any]] = field(default_factory=list)
     comparisons: list[dict[str, Any]] = field(default_factory=list)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
-    # Rules that turned on a contended client's timing, by code (contention.py).
+    # Rules that turned on a contended client's timing or an unstable baseline, by code.
     inconclusive: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Rounds whose A/A repeat disagreed with them: {round: {"repeat": as, "moved": {...}}}.
+    unstable: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_measure: dict[str, tuple[ProbeCall, dict[str, Any]]] = field(default_factory=dict)
     # The stage being walked, and how many findings came before it (its PASS line counts the rest).
     stage: str | None = None
@@ -189,7 +191,7 @@ def restore(session: Session, events: list[dict[str, Any]]) -> str:
         elif kind == "comparison":
             session.comparisons.append(data)
         elif kind == "noise":
-            session.facts["noise"] = data["bands"]
+            _calibrated(session, data)
         elif kind == "verdict":
             session.verdicts.append(data)
         elif kind == "inconclusive":
@@ -359,6 +361,8 @@ async def _visit(session: Session, node: Node) -> str:
     if conditions.evaluate(node.judge_start, session.facts, session.answers):
         await _judge_starts(session, node)
     for rule in node.rules:
+        if _shaky(session, node, rule.finding, rule.when):
+            continue
         if conditions.evaluate(rule.when, session.facts, session.answers):
             await _finding(session, node, session.playbook.findings[rule.finding])
         else:
@@ -396,7 +400,11 @@ async def _sweep(session: Session) -> None:
     raised = {f["code"] for f in session.findings}
     for other in session.playbook.nodes.values():
         for rule in other.rules:
-            if rule.finding in raised or other.sweep:
+            if (
+                rule.finding in raised
+                or other.sweep
+                or _shaky(session, other, rule.finding, rule.when)
+            ):
                 continue
             if conditions.evaluate(rule.when, session.facts, session.answers):
                 raised.add(rule.finding)
@@ -423,7 +431,7 @@ def _unjudged(session: Session, node: Node, code: str, condition: Any) -> None:
 
 
 async def _probe(
-    session: Session, node: Node, call: ProbeCall, round_label: str | None = None
+    session: Session, node: Node, call: ProbeCall, round_label: str | None = None, repeated: int = 0
 ) -> dict[str, Any]:
     # `repeat_of: AS` marks an A/A round (the same measurement again), `compare_with: AS` a run
     # to set beside an earlier one (LoadGen after the changes, P6.5): not probe parameters.
@@ -471,7 +479,7 @@ async def _probe(
         ):
             break
         note(session, node.id, "note.contended_again", round=label, n=again, most=contention.REMEASURES,
-             why=result.facts["client"].get("reason_texts") or result.facts["client"].get("reason") or "")  # fmt: skip
+             why=_client_reason(result.facts["client"]))  # fmt: skip
         result = await run_once()
     session.facts[call.as_] = result.facts if result.error is None else {"error": result.error}
     session.stage_errors += result.error is not None
@@ -483,8 +491,10 @@ async def _probe(
                        # Which rounds measured one state (pooled when judged): the same round,
                        # after as many changes.
                        "repeat_of": str(repeat_of) if repeat_of else None,
-                       # Still contended after its repeats: its timings judge nothing.
+                       # Still contended after its repeats: its timings judge only an effect
+                       # larger than its client's worst late wake-up (contention.beyond).
                        "client_contended": contention.contended(result.facts),
+                       "client_lag_max_ms": (result.facts.get("client") or {}).get("loop_lag_max_ms"),
                        "changes_before": len(session.changes),
                        "after_change": bool(session.changes) and session.changes[-1].get("measured") is False,
                        "restarted_before": bool(session.changes) and session.changes[-1].get("restarted", False)
@@ -494,11 +504,24 @@ async def _probe(
         session.measurements.append(measurement)
         session.record("measurement", node.id, measurement)
         session.last_measure[call.as_] = (call, params)
-        if repeat_of:
-            _noise(session, node, str(repeat_of), measurement)
+        if repeat_of and (moved := _noise(session, node, str(repeat_of), measurement)):
+            if repeated < stability.REMEASURES:
+                # The baseline and its repeat disagree beyond their own intervals: once more.
+                label = f"{call.as_}#{repeated + 2}"
+                note(session, node.id, "note.baseline_disagrees", round=str(repeat_of), again=label,
+                     moved=stability.moved_text(moved))  # fmt: skip
+                return await _probe(session, node, call, label, repeated + 1)
+            note(session, node.id, "note.baseline_unstable", round=str(repeat_of),
+                 moved=stability.moved_text(moved))  # fmt: skip
     if compare_with and result.error is None:
         _side_by_side(session, node, str(compare_with), call.as_)
     return result.facts
+
+
+def _client_reason(client: dict[str, Any]) -> dict[str, str] | str:
+    """Why the client doubted its timing, in every language the probe said it (a zh walk's note
+    printed the English reason)."""
+    return client.get("reason_texts") or client.get("reason") or ""
 
 
 def _side_by_side(session: Session, node: Node, before_as: str, after_as: str) -> None:
@@ -520,14 +543,47 @@ def _side_by_side(session: Session, node: Node, before_as: str, after_as: str) -
     _compare(session, node, rounds[:1], rounds[1:], label)
 
 
-def _noise(session: Session, node: Node, first_as: str, again: dict[str, Any]) -> None:
-    """Calibrate the noise band from an A/A pair: the same round measured twice, nothing changed."""
+def _noise(session: Session, node: Node, first_as: str, again: dict[str, Any]) -> dict[str, float]:
+    """Calibrate the noise band from an A/A pair: the same round measured twice, nothing changed.
+    Returns the segments on which the pair disagreed beyond its own intervals (stability.py)."""
     first = next((m for m in session.measurements if m["as"] == first_as), None)
     if first is None or first["fingerprint"] != again["fingerprint"]:
-        return
+        return {}
     bands = noise_bands(first["values"], again["values"], COMPARED_SEGMENTS)
-    session.facts["noise"] = bands
-    session.record("noise", node.id, {"rounds": [first["round"], again["round"]], "bands": bands})
+    moved = stability.disagreement(first["values"], again["values"], COMPARED_SEGMENTS)
+    data = {"rounds": [first["round"], again["round"]], "bands": bands,
+            **({"unstable": moved} if moved else {})}  # fmt: skip
+    _calibrated(session, data)
+    session.record("noise", node.id, data)
+    return moved
+
+
+def _calibrated(session: Session, data: dict[str, Any]) -> None:
+    """What an A/A pair's ``noise`` event tells the walk: the bands, and whether the baseline is
+    stable (a later pair of the same round replaces an earlier one's word)."""
+    session.facts["noise"] = data["bands"]
+    first, again = data["rounds"][0], str(data["rounds"][-1]).split("#")[0]
+    unstable = session.unstable
+    unstable.pop(first, None)
+    if data.get("unstable"):
+        unstable[first] = {"repeat": again, "moved": data["unstable"]}
+
+
+def _shaky(session: Session, node: Node, code: str, condition: Any) -> bool:
+    """A rule whose outcome depends on which round of an unstable A/A pair is believed: recorded
+    inconclusive (once), never a cause and never "no cause"."""
+    flips = stability.flipping_rounds(condition, session.facts, session.answers, session.unstable)
+    if not flips:
+        return False
+    if code not in session.inconclusive and not any(f["code"] == code for f in session.findings):
+        finding = session.playbook.findings[code]
+        moved = stability.moved_text(session.unstable[flips[0]]["moved"])
+        why = texts("reason.baseline_unstable", round=flips[0], moved=moved)
+        data = {"code": code, "cause": finding.cause, "title": finding.title, "rounds": flips,
+                "reason": why["en"], "reason_texts": why}  # fmt: skip
+        session.inconclusive[code] = data
+        session.record("inconclusive", node.id, data)
+    return True
 
 
 async def _finding(session: Session, node: Node, finding: Finding) -> None:
@@ -879,8 +935,9 @@ def _compare(
         return
     results = compare_rounds([m["values"] for m in before], [m["values"] for m in after],
                              COMPARED_SEGMENTS, session.facts.get("noise"))  # fmt: skip
-    # A round whose client stayed contended timed the client, not the server: no verdict.
-    contended = any(m.get("client_contended") for m in (*before, *after))
+    # A round whose client stayed contended timed the client too: a verdict stands only when the
+    # effect is larger than the worst its client's contention could add (contention.beyond).
+    contended, lag = contention.contention_ms([*before, *after])
     segments = []
     for result in results:
         if result.segment in COMPARED_SEGMENTS:
@@ -888,7 +945,9 @@ def _compare(
             # A trade-off the finding predicted (bursts hid the real gaps) is not a regression.
             row["expected"] = result.verdict == "regressed" and result.segment in expected_worse
             if contended:
-                row.update(verdict="inconclusive", client_contended=True, expected=False)
+                row["contention_ms"] = lag
+                if lag is None or not contention.beyond(result.ci_low_ms, result.ci_high_ms, lag):
+                    row.update(verdict="inconclusive", client_contended=True, expected=False)
             segments.append(row)
     data = {"against": against, "before": before[0]["round"], "after": after[0]["round"],
             "before_rounds": [m["round"] for m in before],

@@ -168,6 +168,8 @@ SHAPES: dict[str, Any] = {
                 "verdict": str,
                 "noise_band?": OPT_NUMBER,
                 "relative_change?": OPT_NUMBER,
+                # Why no band is given (measure.NEAR_ZERO, TOO_WIDE, FEW_SAMPLES).
+                "reason?": Opt(OneOf(("near_zero_median", "band_too_wide", "too_few_samples"))),
             }
         ],
     },
@@ -181,7 +183,8 @@ SHAPES: dict[str, Any] = {
     "inconclusive": {"code": str, "rounds": [str], "reason": str},
     "resume": {"at": ANY, "server?": Opt(dict)},
     "config_check": {"verdict": str, "text": ANY, "texts?": Opt(dict)},
-    "noise": {"bands": Each(NUMBER), "rounds": [str]},
+    # ``unstable``: the segments on which the pair disagreed beyond its own intervals (stability.py).
+    "noise": {"bands": Each(NUMBER), "rounds": [str], "unstable?": Opt(Each(NUMBER))},
     "note": {"text": str},
     "measurement": {
         "as": str,

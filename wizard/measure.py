@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -125,6 +124,8 @@ class Comparison:
     samples: tuple[int, int] = (0, 0)
     # The values the interval was bootstrapped from, when not the segment's own (ITL: per request).
     judged_by: str | None = None
+    # Why no band is given, when none is (NEAR_ZERO, TOO_WIDE, FEW_SAMPLES).
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
@@ -136,6 +137,21 @@ class IncomparableError(WizardError):
 
 
 MIN_SAMPLES = 5
+# A band wider than ±100 % (the same round measured twice moved by more than 2x) bounds nothing:
+# "within" such a band is no answer, so it is never shown and never gives "within noise".
+MAX_BAND = 1.0
+# A median inter-event gap under half a millisecond is no decode step: vLLM's fastest steps take
+# milliseconds (facts/vllm.md), so such a median means events arrived together, in one read of
+# a buffering proxy. A ratio of two such medians is a ratio of read timings, and a band from it
+# ran to ±1,108,400,800 %: below this median a segment is judged by the difference in ms instead,
+# against the same half millisecond (a difference smaller than it is the client's timing).
+NEAR_ZERO_MS = 0.5
+# Why a comparison carries no band (the reader's words are looked up by these keys).
+NEAR_ZERO = "near_zero_median"
+TOO_WIDE = "band_too_wide"
+FEW_SAMPLES = "too_few_samples"
+# Bootstrap resamples are drawn in blocks of at most this many values (memory, not speed).
+_BLOCK_VALUES = 2_000_000
 
 
 def compare_values(
@@ -156,50 +172,88 @@ def compare_values(
     larger of it and ``practical_threshold``. The judgement is on the log of the ratio, so that a
     band is as wide downwards as upwards: on the relative scale a drop can never exceed -100 %, and
     a band wider than that (a starved machine's A/A) made every improvement "within noise". Lower
-    is better for every latency segment.
+    is better for every latency segment. A band above ``MAX_BAND`` can still see a change beyond
+    it, but never calls one "within noise"; a median near zero is judged by its difference.
     """
     counts = (len(before), len(after))
     b50 = statistics.median(before) if before else None
     a50 = statistics.median(after) if after else None
     band = max(practical_threshold, noise)
-    if len(before) < MIN_SAMPLES or len(after) < MIN_SAMPLES or not b50:
+    if len(before) < MIN_SAMPLES or len(after) < MIN_SAMPLES or b50 is None or a50 is None:
         return Comparison(segment, b50, a50, None, None, None, None, "inconclusive",
-                          noise_band=band, samples=counts)  # fmt: skip
-    assert a50 is not None
-    rng = random.Random(seed)
-    diffs, log_ratios = [], []
-    for _ in range(resamples):
-        b = statistics.median(rng.choices(before, k=len(before)))
-        a = statistics.median(rng.choices(after, k=len(after)))
-        diffs.append(a - b)
-        log_ratios.append(_log_ratio(a, b))
-    diffs.sort()
-    log_ratios.sort()
+                          samples=counts, reason=FEW_SAMPLES)  # fmt: skip
+    b_boot, a_boot = _bootstrap_medians((before, after), resamples, seed)
     tail = (1 - confidence) / 2
-    low_at, high_at = int(tail * (resamples - 1)), int((1 - tail) * (resamples - 1))
-    low_log, high_log = log_ratios[low_at], log_ratios[high_at]
-    band_log = math.log1p(band)
-    verdict: Verdict = "inconclusive"
-    if high_log < -band_log:
-        verdict = "improved"
-    elif low_log > band_log:
-        verdict = "regressed"
-    elif -band_log <= low_log and high_log <= band_log:
-        verdict = "within noise"
+    diffs = a_boot - b_boot
+    diff_low, diff_high = (float(v) for v in _quantiles(diffs, tail))
     change = a50 - b50
-    return Comparison(segment, b50, a50, change, diffs[low_at], diffs[high_at], change / b50,
-                      verdict, math.expm1(low_log), math.expm1(high_log), band, counts)  # fmt: skip
+    if min(b50, a50) < NEAR_ZERO_MS:
+        verdict = _judge(diff_low, diff_high, NEAR_ZERO_MS)
+        return Comparison(segment, b50, a50, change, diff_low, diff_high, None, verdict,
+                          samples=counts, reason=NEAR_ZERO)  # fmt: skip
+    log_ratios = _log(a_boot) - _log(b_boot)
+    low_log, high_log = (float(v) for v in _quantiles(log_ratios, tail))
+    verdict = _judge(low_log, high_log, math.log1p(band))
+    reason = None
+    if band > MAX_BAND:
+        reason = TOO_WIDE
+        if verdict == "within noise":
+            verdict = "inconclusive"
+    return Comparison(segment, b50, a50, change, diff_low, diff_high, change / b50, verdict,
+                      math.expm1(low_log), math.expm1(high_log),
+                      band if band <= MAX_BAND else None, counts, reason=reason)  # fmt: skip
 
 
-def _log_ratio(after: float, before: float) -> float:
-    """log(after / before), with a zero median (bursts: every gap inside one read) kept finite."""
-    floor = 1e-6
-    return math.log(max(after, floor) / max(before, floor))
+def _judge(low: float, high: float, band: float) -> Verdict:
+    """An interval against a symmetric band: beyond it one way or the other, inside it, or across
+    its edge (inconclusive). Lower is better."""
+    if high < -band:
+        return "improved"
+    if low > band:
+        return "regressed"
+    if -band <= low and high <= band:
+        return "within noise"
+    return "inconclusive"
+
+
+def _bootstrap_medians(samples: Sequence[Sequence[float]], resamples: int, seed: int) -> list[Any]:
+    """Each sample's median over ``resamples`` bootstrap resamples, vectorised (numpy)."""
+    import numpy as np  # lazily: --help and the CLI's start never need it
+
+    rng = np.random.default_rng(seed)
+    medians = []
+    for values in samples:
+        data = np.asarray(values, dtype=float)
+        block = max(1, _BLOCK_VALUES // data.size)
+        parts = [
+            np.median(
+                data[rng.integers(0, data.size, size=(min(block, resamples - at), data.size))],
+                axis=1,
+            )
+            for at in range(0, resamples, block)
+        ]
+        medians.append(np.concatenate(parts))
+    return medians
+
+
+def _quantiles(values: Any, tail: float) -> tuple[float, float]:
+    import numpy as np
+
+    low, high = np.quantile(values, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def _log(values: Any) -> Any:
+    """The log of bootstrap medians, a zero median kept finite."""
+    import numpy as np
+
+    return np.log(np.maximum(values, 1e-6))
 
 
 def noise_band(before: Sequence[float], after: Sequence[float]) -> float | None:
     """How far an A/A pair (the same round twice) moved, as a factor either way: the larger end of
-    its interval on the log scale (0.5 means up to 1.5x higher or 1/1.5 lower)."""
+    its interval on the log scale (0.5 means up to 1.5x higher or 1/1.5 lower). None when the pair
+    cannot give one (too few samples, a median near zero)."""
     result = compare_values("aa", before, after, practical_threshold=0.0)
     if result.ci_low_rel is None or result.ci_high_rel is None:
         return None

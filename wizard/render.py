@@ -106,9 +106,17 @@ def stream_table(report: dict[str, Any], lang: str = "en") -> Group:
     summary = report["summary"]
     return Group(
         Text(say("view.heading", lang, target=report.get("target", ""), text=_succeeded(summary, lang))),
-        summary_table(summary, lang=lang),
+        *_measured(summary, summary_table(summary, lang=lang), lang),
         *failures(report, report.get("served_models"), lang),
     )  # fmt: skip
+
+
+def _measured(summary: dict[str, Any], table: Table, lang: str) -> list[Any]:
+    """A round's table, or, when every request failed, the line that says nothing was measured
+    (a table of dashes would read as a measurement)."""
+    if summary["succeeded"]:
+        return [table]
+    return [Text(say("view.nothing_measured", lang), style="bold yellow")]
 
 
 def load_view(report: dict[str, Any], lang: str = "en") -> Group:
@@ -118,10 +126,10 @@ def load_view(report: dict[str, Any], lang: str = "en") -> Group:
         Text(say("view.load_heading", lang, target=report.get("target", ""),
                  concurrency=report["concurrency"], succeeded=_succeeded(steady, lang),
                  rate=f"{report['output_tokens_per_s'] or 0:.0f}")),
-        summary_table(steady, title=say("view.steady", lang), lang=lang),
+        *_measured(steady, summary_table(steady, title=say("view.steady", lang), lang=lang), lang),
         *failures(report["steady"], report.get("served_models"), lang),
     ]  # fmt: skip
-    if report.get("cold"):
+    if report.get("cold") and report["cold"]["summary"]["succeeded"]:
         parts.append(
             summary_table(report["cold"]["summary"], title=say("view.cold", lang), lang=lang)
         )
@@ -244,6 +252,14 @@ def _loadgen_note(run: dict[str, Any], lang: str) -> str:
 
 def proxy_view(report: dict[str, Any], lang: str = "en") -> Group:
     """Direct vs proxy: the two summaries and the verdict."""
+    if report.get("nothing_measured"):
+        empty = report["nothing_measured"]
+        paths = say("comma", lang).join(say(f"view.{'direct' if p == 'direct' else 'via'}", lang)
+                                        for p in empty["paths"])  # fmt: skip
+        return Group(
+            Text(say("view.proxy_nothing", lang, paths=paths), style="bold yellow"),
+            *failures(report["direct"], None, lang), *failures(report["via"], None, lang),
+        )  # fmt: skip
     style = "bold red" if report["buffering_suspected"] or report["truncated"] else "bold green"
     return Group(
         summary_table(report["direct"]["summary"], title=say("view.direct", lang), lang=lang),

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.event_shapes import problem, unreadable_note
+from wizard.measure import MAX_BAND, NEAR_ZERO, TOO_WIDE
 from wizard.render_budget import budget_text, spent_text
 from wizard.replica_words import replica_evidence, said_why
 from wizard.words import (
@@ -150,7 +151,10 @@ def render_event(
         )
     if kind == "noise":
         bands = say("comma", lang).join(
-            f"{segment_name(k)} ±{v:.0%}" for k, v in data["bands"].items()
+            f"{segment_name(k)} ±{percent(v)}"
+            if v <= MAX_BAND
+            else say("band.beyond", lang, segment=segment_name(k))
+            for k, v in data["bands"].items()
         )
         return Text(say("walk.noise", lang, rounds=" vs ".join(data["rounds"]),
                         bands=bands or say("walk.not_measurable", lang)), style="dim")  # fmt: skip
@@ -497,6 +501,23 @@ def _rounds(data: dict[str, Any], side: str) -> str:
     return " + ".join(map(str, pooled)) if isinstance(pooled, list) and pooled else str(data[side])
 
 
+def band_word(row: dict[str, Any], lang: str) -> str | None:
+    """What bounds a segment's verdict: its noise band (never beyond ±100 %: a transcript recorded
+    before that bound shows why instead), or why no band can be given."""
+    band = row.get("noise_band")
+    if row["verdict"] == "within noise" and band is not None and band <= MAX_BAND:
+        return say("noise_band", lang, band=percent(band))
+    reason = row.get("reason")
+    if reason is None and row["verdict"] == "within noise" and band is not None:
+        reason = TOO_WIDE
+    if reason == NEAR_ZERO:
+        medians = [v for v in (row.get("before_p50"), row.get("after_p50")) if v is not None]
+        return say("band.near_zero_median", lang, median=_ms(min(medians)) if medians else "-")
+    if reason == TOO_WIDE and row["verdict"] in ("inconclusive", "within noise"):
+        return say("band.band_too_wide", lang)
+    return None
+
+
 def _comparison(data: dict[str, Any], lang: str = "en") -> Table:
     table = Table(
         title=say("cmp.title", lang, after=_rounds(data, "after"),
@@ -517,8 +538,8 @@ def _comparison(data: dict[str, Any], lang: str = "en") -> Table:
             verdict = say("cmp.expected", lang)
         elif row.get("client_contended"):
             verdict = say("cmp.contended", lang)
-        elif row["verdict"] == "within noise" and row.get("noise_band") is not None:
-            verdict = paren(verdict, f"±{row['noise_band']:.0%}", lang)
+        elif band := band_word(row, lang):
+            verdict = paren(verdict, band, lang)
         style = (
             VERDICT_STYLE["expected"]
             if row.get("expected")

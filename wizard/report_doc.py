@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.summary import verdict_text, workload_text
+from wizard.summary import validation_word, verdict_text, workload_text
 from wizard.words import (
     count,
     evidence_item,
@@ -123,9 +123,15 @@ def _baseline(report: dict[str, Any], lang: str) -> list[Block]:
     first, final = report["first"], report["final"]
     # The first rounds: the incident's, or (a server that did not start) after the fix.
     after_fix = bool(first) and all(s.get("after_fix") for s in first.values())
-    blocks: list[Block] = [
-        Heading(2, say("baseline_after_fix" if after_fix else "baseline_vs_final", lang))
-    ]
+    changed = bool(report["changes"])
+    heading = (
+        "baseline_after_fix"
+        if after_fix
+        else "baseline_vs_final"
+        if changed
+        else "baseline_unchanged"
+    )
+    blocks: list[Block] = [Heading(2, say(heading, lang))]
     if not first:
         return [*blocks, Lines([("", say("no_rounds", lang), "warn")])]
     headers = [say("col.round", lang), say("col.state", lang),
@@ -133,7 +139,9 @@ def _baseline(report: dict[str, Any], lang: str) -> list[Block]:
     rows = []
     for label, state in first.items():
         start = say("after_fix" if state.get("after_fix") else "incident", lang)
-        for when, data in ((start, state), (say("final", lang), final.get(label))):
+        # Nothing changed: no final state to set beside the incident's (summary.first_and_final).
+        states = ((start, state), (say("final", lang), final.get(label)))[: 2 if changed else 1]
+        for when, data in states:
             if data is None:
                 rows.append(
                     [
@@ -158,7 +166,7 @@ def _baseline(report: dict[str, Any], lang: str) -> list[Block]:
         Chart(say("chart.baseline_after_fix" if after_fix else "chart.baseline", lang,
                   segment=segment.upper()), list(first), [
             (say(when, lang), [p50(states.get(label), segment) for label in first])
-            for when, states in ((first_word, first), ("final", final))
+            for when, states in ((first_word, first), ("final", final))[: 2 if changed else 1]
         ])
         for segment in SEGMENTS
     ])  # fmt: skip
@@ -187,7 +195,7 @@ def _changes(report: dict[str, Any], lang: str) -> list[Block]:
                     for s in comparison["segments"]
                 ]  # fmt: skip
     for comparison in report.get("validation") or []:  # every change together, on its own path
-        rows += _segment_rows(say("validation_on", lang, path=path_name(comparison.get("path"), lang)),
+        rows += _segment_rows(say(validation_word(report), lang, path=path_name(comparison.get("path"), lang)),
                               comparison, lang)  # fmt: skip
     if rows:
         blocks += [Table(headers, rows), charts]

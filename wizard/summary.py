@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from wizard.probes.stream import ENDPOINT_PATHS
-from wizard.render_events import loadgen_outcome, pick
+from wizard.render_events import band_word, loadgen_outcome, pick
 from wizard.words import (
     count,
     joined,
@@ -82,7 +82,7 @@ def first_and_final(
     """The incident's first round of each baseline path, and the last round of the same.
 
     A round measured again (after a change, or a later baseline) has a final state; one measured
-    once has none. A round a change was judged on (``loaded``) is listed beside the baselines.
+    once has none, and no round has one on a walk where nothing was changed. A round a change was judged on (``loaded``) is listed beside the baselines.
     A/A repeats only calibrate noise and are left out. A first round measured only after a change
     to the service (a server that did not start until it was fixed) is no incident's state: it
     says ``after_fix``.
@@ -93,6 +93,10 @@ def first_and_final(
             by_as.setdefault(m["as"], []).append(m)
     first = {label: {**_state(ms_[0]), "after_fix": _after_fix(ms_[0], changes)}
              for label, ms_ in by_as.items() if label in BASELINE_PATHS or len(ms_) > 1}  # fmt: skip
+    if not changes:
+        # Nothing was changed: a later round of the same path is the same server measured again,
+        # no "final state" whose difference from the incident a reader could credit to a change.
+        return first, {}
     final = {
         label: _state(ms_[-1]) for label, ms_ in by_as.items() if label in first and len(ms_) > 1
     }
@@ -359,8 +363,8 @@ def _effect_text(effect: dict[str, Any] | None, lang: str) -> dict[str, str]:
 def verdict_text(segment: dict[str, Any], lang: str) -> str:
     """A segment's verdict as words, with the noise band it was judged against."""
     word = verdict_word("expected" if segment.get("expected") else segment["verdict"], lang)
-    if segment["verdict"] == "within noise" and segment.get("noise_band") is not None:
-        word = paren(word, say("noise_band", lang, band=percent(segment["noise_band"])), lang)
+    if not segment.get("expected") and (band := band_word(segment, lang)):
+        word = paren(word, band, lang)
     return word
 
 
@@ -387,3 +391,9 @@ def server_change(effect: dict[str, Any], lang: str) -> str | None:
     ]  # fmt: skip
     return say("server_pair", lang, before=effect["before_round"], after=effect["after_round"],
                items=joined(items, lang, "comma")) if items else None  # fmt: skip
+
+
+def validation_word(report: dict[str, Any]) -> str:
+    """The validation's label: every change together, or, when nothing was changed, the same
+    server measured again (a difference there is no change's effect)."""
+    return "validation_on" if report["changes"] else "validation_again"

@@ -6,6 +6,12 @@ prev, hash}``: ``prev`` is the sha256 of the previous line's text and ``hash`` t
 event's own canonical JSON without ``hash``, so a one-byte edit anywhere, a dropped or reordered
 line, or a torn last line is found on load. Each event is flushed and fsynced; the file is 0600.
 Secrets are masked before anything is written.
+
+The chain has no key, so it finds accidental damage only: an edit made on purpose can rebuild it.
+So every line is also signed with this machine's key (signing.py): the header carries ``key_id``
+and ``sig``, each event ``sig`` (inside what ``hash`` covers, so the chain reads as before). On
+load, ``signature`` says whether this machine signed the file as it is now. Transcripts without
+these fields (older ones, another tool's) load as before, reported unsigned.
 """
 
 from __future__ import annotations
@@ -17,11 +23,11 @@ import json
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wizard import __version__, event_shapes, safejson
+from wizard import __version__, event_shapes, safejson, signing
 from wizard.auth import MASK, USERINFO, secret_pattern
 from wizard.errors import WizardError
 from wizard.words import texts
@@ -103,6 +109,7 @@ class Transcript:
     header: dict[str, Any]
     events: list[dict[str, Any]]
     lost: Lost | None = None  # what a salvaging load left out
+    signature: Signature = field(default_factory=lambda: Signature("unsigned"))
 
     @property
     def complete(self) -> bool:
@@ -113,11 +120,19 @@ class Transcript:
 class TranscriptWriter:
     """Appends events; one instance per session (new or resumed)."""
 
-    def __init__(self, path: Path, redactor: Redactor, last_line: str, next_seq: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        redactor: Redactor,
+        last_line: str,
+        next_seq: int,
+        key: signing.Key | None = None,
+    ) -> None:
         self.path = path
         self.redact = redactor
         self._last_line = last_line
         self._seq = next_seq
+        self._key = key  # None: the events are written unsigned
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
 
     @classmethod
@@ -126,7 +141,12 @@ class TranscriptWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         record = {"type": "header", "schema_version": SCHEMA_VERSION, "tool_version": __version__,
                   "started_at": now_iso(), **header}  # fmt: skip
-        line = redactor(_canonical(record))
+        key = signing.local_key(create=True)
+        masked: dict[str, Any] = json.loads(redactor(_canonical(record)))
+        if key is not None:  # signed as written: masked first, so the signature is of the file
+            masked["key_id"] = key.id
+            masked["sig"] = key.sign(_canonical(masked))
+        line = _canonical(masked)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
@@ -136,19 +156,23 @@ class TranscriptWriter:
             os.fsync(fd)
         finally:
             os.close(fd)
-        return cls(path, redactor, line, 1)
+        return cls(path, redactor, line, 1, key)
 
     @classmethod
     def resume(cls, transcript: Transcript, redactor: Redactor) -> TranscriptWriter:
-        """Continue a verified transcript where it stopped."""
+        """Continue a verified transcript where it stopped. Signed on only when this machine
+        signed all of it: a new event's signature covers everything before it (the chain)."""
         lines = transcript.path.read_text(encoding="utf-8").splitlines()
-        return cls(transcript.path, redactor, lines[-1], len(transcript.events) + 1)
+        key = signing.local_key() if transcript.signature.status == SIGNED else None
+        return cls(transcript.path, redactor, lines[-1], len(transcript.events) + 1, key)
 
     def append(self, kind: str, node: str | None, data: dict[str, Any]) -> dict[str, Any]:
         """Write one event (masked, chained, fsynced) and return it as written."""
         event = {"seq": self._seq, "t": now_iso(), "type": kind, "node": node, "data": data,
                  "prev": _sha256(self._last_line)}  # fmt: skip
         masked: dict[str, Any] = json.loads(self.redact(_canonical(event)))
+        if self._key is not None:
+            masked["sig"] = self._key.sign(_canonical(masked))
         masked["hash"] = _sha256(_canonical(masked))
         line = _canonical(masked)
         size = os.fstat(self._fd).st_size
@@ -250,7 +274,38 @@ def load(path: Path | str, salvage: bool = False) -> Transcript:
         hint = (texts("transcript.salvage_hint", n=len(events))
                 if damage.why.key in CUT_WRITES else "")  # fmt: skip
         raise damage.why.at(path, damage.from_line, hint)
-    return Transcript(path, header, events, damage)
+    return Transcript(path, header, events, damage, _signature(header, events))
+
+
+SIGNED, UNSIGNED, ELSEWHERE, MISMATCH = "signed", "unsigned", "elsewhere", "mismatch"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Whether this machine's key signed a transcript as it is: ``status`` is SIGNED, UNSIGNED
+    (no signature: an older transcript, another tool's, or one whose signature was removed),
+    ELSEWHERE (signed with a key this machine does not have) or MISMATCH (``line`` is the first
+    line whose signature does not match: edited, or appended elsewhere, after it was signed)."""
+
+    status: str
+    line: int | None = None
+
+    def said(self) -> dict[str, str]:
+        """One line for the operator, in every language: what the signature and the chain prove."""
+        return texts(f"transcript.signature.{self.status}", line=self.line)
+
+
+def _signature(header: dict[str, Any], events: list[dict[str, Any]]) -> Signature:
+    if "key_id" not in header:
+        return Signature(UNSIGNED)
+    key = signing.local_key()
+    if key is None or header["key_id"] != key.id:
+        return Signature(ELSEWHERE)
+    for number, record in enumerate([header, *events], start=1):
+        body = {k: v for k, v in record.items() if k not in ("hash", "sig")}
+        if not key.verifies(_canonical(body), record.get("sig")):
+            return Signature(MISMATCH, number)
+    return Signature(SIGNED)
 
 
 # A line cut mid-write ends the file, or (after a full disk freed up) is glued to the next write.

@@ -238,8 +238,13 @@ examples:
                      "zh": "playbook YAML（默认：内置的 vllm-latency playbook）"},
     "resume.help": {"en": "continue a walk that was interrupted", "zh": "继续一次被中断的诊断"},
     "resume.description": {
-        "en": "Continue a session from its transcript (verified first) at the step it stopped in.",
-        "zh": "从记录（先经过验证）继续一次会话，从它停下的那一步接着走。"},
+        "en": "Continue a session from its transcript (verified first) at the step it stopped in. The URLs "
+              "it names are shown first: unless --target (--proxy, --replica) names them again, they are "
+              "confirmed at the terminal (refused with --auto, --answers or without a terminal), and the "
+              "API key is sent only to URLs given on the command line.",
+        "zh": "从记录（先经过验证）继续一次会话，从它停下的那一步接着走。先显示记录中的 URL：除非用 --target"
+              "（--proxy、--replica）再次给出，否则要在终端上确认（用 --auto、--answers 或没有终端时拒绝），"
+              "API 密钥只发往命令行中给出的 URL。"},
     "resume.transcript": {"en": "the transcript of the interrupted session", "zh": "被中断的会话的记录"},
     "resume.salvage": {
         "en": "{salvage}; the left-out bytes are moved to FILE.torn and the session continues after "
@@ -275,14 +280,20 @@ examples:
     "replay.help": {"en": "show a saved session", "zh": "显示一次保存下来的会话"},
     "replay.description": {
         "en": """\
-Verify a transcript's hash chain (an edit or a truncation is reported with its line, exit 1) and
-show every step with the same renderers as the live walk. Nothing touches the network, unless
---rerun repeats the recorded measurements now (against the recorded target, or --target) and shows
-how each segment moved since.""",
+Verify a transcript's hash chain and show every step with the same renderers as the live walk.
+The chain finds accidental damage (a cut write, a changed byte: reported with its line, exit 1),
+not an edit made on purpose, since anyone can rebuild it; the signature with this machine's key
+(in ~/.config/latency-wizard/) finds that too, so replay says whether this machine signed the
+file as it is. Nothing touches the network, unless --rerun repeats the recorded measurements now
+and shows how each segment moved since: against --target/--proxy, or against the recorded URLs
+once you confirm them at the terminal (without a terminal: refused). The API key is sent only to
+URLs given on the command line.""",
         "zh": """\
-验证记录的哈希链（改动或截断会连同行号报告，退出码 1），并用与实时诊断相同的渲染显示每一步。
-不访问网络，除非 --rerun 现在重复记录下的测量（对记录中的 target，或 --target），
-并显示每个阶段此后的变化。"""},
+验证记录的哈希链，并用与实时诊断相同的渲染显示每一步。哈希链能发现意外损坏（写入中断、字节改变：
+连同行号报告，退出码 1），不能发现故意的改动，因为任何人都能重建它；用本机密钥
+（在 ~/.config/latency-wizard/ 中）做的签名也能发现后者，所以 replay 会说明文件是否由本机签名且未被改动。
+不访问网络，除非 --rerun 现在重复记录下的测量并显示每个阶段此后的变化：对 --target/--proxy，
+或在终端上确认之后对记录中的 URL（没有终端时：拒绝）。API 密钥只发往命令行中给出的 URL。"""},
     "replay.exit_status": {
         "en": """\
 Exit status: 0 shown (with --salvage also when a damaged tail was left out); 1 the transcript
@@ -293,6 +304,10 @@ errors.""",
 （会指出是哪一行；--salvage 可以保留它之前的部分）；2 用法错误。"""},
     "replay.lang": {"en": "language (default: the session's)", "zh": "语言（默认：会话的语言）"},
     "replay.rerun": {"en": "repeat the recorded measurements now", "zh": "现在重复记录下的测量"},
+    "replay.proxy": {"en": "with --rerun: measure through this proxy URL instead of the recorded one",
+                     "zh": "与 --rerun 同用：经由这个代理 URL 测量，而不是记录中的那个"},
+    "export.force": {"en": "replace an existing -o file (never the transcript itself, never through a symbolic link)",
+                     "zh": "替换已存在的 -o 文件（绝不替换记录本身，也绝不经由符号链接）"},
     "replay.target": {"en": "with --rerun: measure this base URL instead of the recorded one",
                       "zh": "与 --rerun 同用：测量这个基础 URL，而不是记录中的那个"},
     "replay.api_key_env": {"en": "environment variable holding the API key (for --rerun)",
@@ -731,6 +746,8 @@ examples:
                                    "zh": "给引擎用的 GPU 显存比例（不设时：0.92）"},
     "sim.sse_keep_alive_interval": {"en": "seconds between ': keep-alive' comments while a stream is idle (0 = off)",
                                     "zh": "流空闲时两条 ': keep-alive' 注释之间的秒数（0 = 关闭）"},
+    "sim.step_drift": {"en": "a server that slows as it runs: each step takes (1 + F x steps done / 1000) times as long (default 0)",
+                       "zh": "运行中逐渐变慢的服务器：每步耗时为 (1 + F × 已完成步数 / 1000) 倍（默认 0）"},
     "sim.gpu_memory_gib": {"en": "simulated device memory (default 80)", "zh": "模拟的设备显存（默认 80）"},
     "sim.gpu_memory_bandwidth_gbps": {
         "en": "simulated device memory bandwidth in GB/s, which decode steps read the KV cache at "

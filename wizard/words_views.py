@@ -25,6 +25,14 @@ VIEW_WORDS: dict[str, dict[str, str]] = {
     },
     "view.heading": {"en": "{target}: {text}", "zh": "{target}：{text}"},
     "view.failure": {"en": "{kind}: {message}", "zh": "`{kind}`：`{message}`"},
+    "view.nothing_measured": {
+        "en": "nothing could be measured: every request failed (its first error below)",
+        "zh": "无法测量：每个请求都失败了（首个错误见下）",
+    },
+    "view.proxy_nothing": {
+        "en": "no verdict: nothing could be measured on {paths} (every request failed; first errors below)",
+        "zh": "无结论：{paths} 上无法测量（每个请求都失败了；首个错误见下）",
+    },
     "view.none_listed": {"en": "none listed", "zh": "未列出任何模型"},
     "view.served_models": {
         "en": "models this server serves: {served} (pass one with --model)",

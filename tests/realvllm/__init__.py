@@ -31,11 +31,16 @@ REAL_API_KEY = "real-tier-key"
 
 
 def vllm_python() -> str:
-    """The real vLLM's python, or skip (fail under WIZARD_REQUIRE_REAL_VLLM=1) saying why."""
+    """The real vLLM's python, or skip (fail under WIZARD_REQUIRE_REAL_VLLM=1) saying why.
+
+    ``WIZARD_VLLM_UNAVAILABLE`` is why it could not be installed here (``.ci/run`` sets it when
+    ``.ci/install-real-vllm`` finds no CPU build of torch)."""
     python = os.environ.get("WIZARD_VLLM_PYTHON", "")
     reason = ""
     if not python:
-        reason = "WIZARD_VLLM_PYTHON is not set (run .ci/install-real-vllm; see README)"
+        reason = os.environ.get("WIZARD_VLLM_UNAVAILABLE") or (
+            "WIZARD_VLLM_PYTHON is not set (run .ci/install-real-vllm; see README)"
+        )
     elif not Path(python).is_file():
         reason = f"WIZARD_VLLM_PYTHON={python} does not exist"
     if reason:
@@ -43,6 +48,36 @@ def vllm_python() -> str:
             pytest.fail(f"real vLLM required but missing: {reason}")
         pytest.skip(f"real vLLM tier skipped: {reason}")
     return python
+
+
+CPUINFO = Path("/proc/cpuinfo")
+
+
+def host_dtype() -> tuple[str, str]:
+    """The ``--dtype`` the real server starts with on this host, and why (said in the test report).
+
+    The tiny model is bfloat16. On a host whose CPU has AMX, vLLM 0.32's CPU bfloat16 path killed
+    the worker with SIGILL on the first request, after the server had started and answered
+    /health, and float32 served (facts/real-vllm.md, 2026-12-06). The fault is in the serving path
+    of a real request, which a short probe (a bfloat16 matmul in that venv's torch) does not take,
+    so the CPU's flags decide. float32 keeps the block size (128), so every block-count fault is
+    unchanged.
+    """
+    try:
+        flags = next(
+            (line.split(":", 1)[1].split() for line in CPUINFO.read_text().splitlines()
+             if line.startswith("flags")),
+            [],
+        )  # fmt: skip
+    except OSError as error:
+        return "bfloat16", f"the model's own dtype ({CPUINFO} unreadable: {error.strerror})"
+    amx = sorted(flag for flag in flags if flag.startswith("amx"))
+    if amx:
+        return "float32", (
+            f"this CPU has AMX ({' '.join(amx)}), where vLLM 0.32's CPU bfloat16 path dies with "
+            "SIGILL on the first request"
+        )
+    return "bfloat16", "the model's own dtype (this CPU has no AMX, whose bfloat16 path fails)"
 
 
 def make_model(directory: Path, *, chat_template: bool = True) -> Path:
@@ -119,7 +154,8 @@ class RealVllm:
         flags = [
             "--model", str(model_dir), "--load-format", "dummy",
             "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(self.port),
-            "--max-model-len", str(MAX_MODEL_LEN), "--enforce-eager", *self.args,
+            "--max-model-len", str(MAX_MODEL_LEN), "--enforce-eager", "--dtype", host_dtype()[0],
+            *self.args,
         ]  # fmt: skip
         if self.api_key:
             flags += ["--api-key", self.api_key]

@@ -142,6 +142,12 @@ def _request_arguments(parser: argparse.ArgumentParser, words: Words,
     lang_argument(parser, words, "probe.request.shown")
 
 
+# A probe's exit status when nothing could be measured (every request failed; LoadGen's ERROR),
+# apart from 1 (the server fails the bar, the proxy buffers): a script can tell "the server is
+# slow" from "the run measured nothing".
+NOTHING_MEASURED = 3
+
+
 def _check(args: argparse.Namespace, *positive: str) -> None:
     from wizard.errors import UsageError
 
@@ -199,7 +205,7 @@ def run_stream(args: argparse.Namespace) -> int:
     report = {"target": args.target, "spec": dataclasses.asdict(spec), **stream_report(samples)}
     _add_served_models(report, report["summary"], args, headers)
     _print(report, args, api_key, stream_table)
-    return 0 if report["summary"]["succeeded"] else 1
+    return 0 if report["summary"]["succeeded"] else NOTHING_MEASURED
 
 
 def run_load_command(args: argparse.Namespace) -> int:
@@ -240,7 +246,7 @@ def run_load_command(args: argparse.Namespace) -> int:
     report = {"target": args.target, "spec": dataclasses.asdict(spec), **result.to_dict()}
     _add_served_models(report, report["steady"]["summary"], args, headers)
     _print(report, args, api_key, load_view)
-    return 0 if report["steady"]["summary"]["succeeded"] else 1
+    return 0 if report["steady"]["summary"]["succeeded"] else NOTHING_MEASURED
 
 
 def _add_served_models(
@@ -318,11 +324,6 @@ async def _metrics_text(url: str, timeout_s: float) -> str:
     return text
 
 
-# `probe validate`'s exit status when nothing could be measured (ERROR), apart from INVALID (1):
-# a script can tell "the server fails the bar" from "the run measured nothing".
-VALIDATE_NOTHING_MEASURED = 3
-
-
 def run_validate(args: argparse.Namespace) -> int:
     """Run LoadGen (optionally a bounded peak search); print VALID/INVALID/ERROR with the reasons."""
     import time
@@ -358,7 +359,7 @@ def run_validate(args: argparse.Namespace) -> int:
         request, _ = aio.run(_with_client(args, headers, resolve))
     except WizardError as exc:  # the model list could not be read: nothing was measured
         if not isinstance(exc, UsageError):
-            exc.exit_code = VALIDATE_NOTHING_MEASURED
+            exc.exit_code = NOTHING_MEASURED
         raise
     outdir = Path(args.outdir) / time.strftime("%Y%m%dT%H%M%S")
 
@@ -386,7 +387,7 @@ def run_validate(args: argparse.Namespace) -> int:
     if peak is not None or results[-1].valid:
         return 0
     if all(r.result == "ERROR" for r in results):
-        return VALIDATE_NOTHING_MEASURED
+        return NOTHING_MEASURED
     return 1
 
 
@@ -409,6 +410,8 @@ def run_proxy(args: argparse.Namespace) -> int:
 
     _, report = aio.run(_with_client(args, headers, measure))
     _print(report, args, api_key, proxy_view)
+    if report["nothing_measured"]:
+        return NOTHING_MEASURED
     return 1 if report["buffering_suspected"] or report["truncated"] else 0
 
 

@@ -23,7 +23,8 @@ def register(subparsers: Any, words: Words) -> None:
     replay.add_argument("--salvage", action="store_true", help=words("salvage"))
     replay.add_argument("--lang", choices=["en", "zh"], help=words("replay.lang"))
     replay.add_argument("--rerun", action="store_true", help=words("replay.rerun"))
-    replay.add_argument("--target", help=words("replay.target"))
+    replay.add_argument("--target", metavar="URL", help=words("replay.target"))
+    replay.add_argument("--proxy", metavar="URL", help=words("replay.proxy"))
     replay.add_argument("--api-key-env", help=words("replay.api_key_env"))
     replay.set_defaults(handler=replay_command)
     export = subparsers.add_parser(
@@ -34,6 +35,7 @@ def register(subparsers: Any, words: Words) -> None:
     export.add_argument("--salvage", action="store_true", help=words("salvage"))
     export.add_argument("--format", choices=["md", "html", "json", "text"], default="md")
     export.add_argument("-o", "--output", help=words("export.output"))
+    export.add_argument("--force", action="store_true", help=words("export.force"))
     export.add_argument("--lang", choices=["en", "zh"], help=words("replay.lang"))
     export.set_defaults(handler=export_command)
 
@@ -52,6 +54,8 @@ def replay_command(args: argparse.Namespace) -> int:
     screen.print(
         heading + ("" if loaded.complete else say("replay.incomplete", lang)), markup=False
     )
+    signature = loaded.signature.said()  # what the chain and the signature prove, said plainly
+    screen.print(signature.get(lang, signature["en"]), markup=False, soft_wrap=True)
     for event in loaded.events:
         renderable = render_event(event, lang, replay=True)
         if renderable is not None:
@@ -63,23 +67,39 @@ def replay_command(args: argparse.Namespace) -> int:
 
 def _rerun(loaded: Any, args: argparse.Namespace, screen: Any) -> int:
     from wizard import aio
-    from wizard.auth import api_key_from_env, auth_headers
+    from wizard.auth import api_key_from_env, auth_headers, without_userinfo
+    from wizard.cli import authority
     from wizard.measure import Measurement, MeasurementSpec, compare
     from wizard.probes.load import run_load
     from wizard.probes.stream import RequestSpec
     from wizard.render_events import render_event
 
-    headers = auth_headers(api_key_from_env(args.api_key_env))
     recorded = [e["data"] for e in loaded.events if e["type"] == "measurement"]
     if not recorded:
         screen.print("nothing was measured in this session; nothing to repeat")
         return 0
-    header = loaded.header
+    # Where each round goes now: a URL named on this command line (--target/--proxy: the
+    # recorded one, or the one it replaces), else the recorded one, which is data and must be
+    # confirmed first (cli/authority.py).
+    header, named = loaded.header, {}
+    for key in ("target", "proxy"):
+        given = getattr(args, key)
+        if given:
+            named[without_userinfo(given)] = given
+        if given and isinstance(header.get(key), str):
+            named[header[key]] = given
+    urls = {path: named.get(path) for path in (str(r["spec"]["access_path"]) for r in recorded)}
+    unnamed = [authority.Unnamed("--proxy" if url == header.get("proxy") else "--target", url)
+               for url, given in urls.items() if given is None]  # fmt: skip
+    api_key = api_key_from_env(args.api_key_env)
+    lang = args.lang or header.get("lang", "en")
+    if not authority.confirm(unnamed, loaded.path, lang, authority.at_terminal(),
+                             has_key=api_key is not None):  # fmt: skip
+        api_key = None
+    headers = auth_headers(api_key)
     for record in recorded:
         spec = MeasurementSpec(**record["spec"])
-        url = spec.access_path
-        if args.target:
-            url = args.target if url == header.get("target") else url
+        url = urls[str(spec.access_path)] or str(spec.access_path)
         request = RequestSpec(model=spec.model, endpoint=spec.endpoint, input_tokens=spec.input_tokens,  # type: ignore[arg-type]
                               max_tokens=spec.output_tokens)  # fmt: skip
         requests = max(len(record["values"].get("ttft_ms", [])), 4)
@@ -101,11 +121,14 @@ def export_command(args: argparse.Namespace) -> int:
     import sys
 
     from wizard import report
+    from wizard.cli import output
     from wizard.errors import UsageError
     from wizard.terminal import printable
     from wizard.words import say
 
     loaded = transcript_input(args)
+    if args.output:
+        output.refuse(Path(args.output), loaded.path, force=args.force)
     model = report.build(loaded, args.lang or loaded.header.get("lang", "en"))
     if args.format == "json":
         # JSON escapes C0 controls itself; C1 ones (an 8-bit CSI) are escaped here too.
@@ -129,7 +152,7 @@ def export_command(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     try:
-        Path(args.output).write_text(text, encoding="utf-8")
+        output.write(Path(args.output), text, loaded.path, force=args.force)
     except OSError as exc:
         raise UsageError.os_said("error.cannot_write", exc, path=args.output) from None
     print(say("note.wrote", language(), path=args.output))

@@ -56,6 +56,8 @@ def register(subparsers: Any, words: Words) -> None:
     resume.add_argument("--api-key-env", help=words("api_key_env"))
     for flag in ("--target", "--proxy"):
         resume.add_argument(flag, metavar="URL", help=words("resume.url", name=flag[2:]))
+    resume.add_argument("--replica", action="append", metavar="URL",
+                        help=words("resume.url", name="replica"))  # fmt: skip
     resume.add_argument("--timeout", type=seconds, default=60.0, help=words("timeout_per_request"))
     operator_arguments(resume, words)
     resume.set_defaults(handler=resume_command)
@@ -311,6 +313,7 @@ def resume_command(args: argparse.Namespace) -> int:
     from wizard import playbook as playbook_module
     from wizard import transcript
     from wizard.auth import api_key_from_env, url_secrets
+    from wizard.cli import authority
     from wizard.errors import UsageError
     from wizard.words import texts
 
@@ -323,9 +326,18 @@ def resume_command(args: argparse.Namespace) -> int:
         raise UsageError.said("error.playbook_changed")
     operator = choose_operator(args, book)
     api_key = api_key_from_env(args.api_key_env)
+    # The URLs come from the transcript: data, not authority (cli/authority.py).
+    if not authority.confirm(_unnamed_urls(header, args), loaded.path,
+                             args.lang or header.get("lang") or default_language(),
+                             authority.at_terminal(auto=args.auto, answers=args.answers),
+                             has_key=api_key is not None):  # fmt: skip
+        api_key = None
     lost = loaded.lost
     aside = transcript.set_aside_lost(loaded) if lost is not None else None
-    secrets = [api_key, *url_secrets(header["target"], header.get("proxy"))]
+    secrets = [
+        api_key,
+        *url_secrets(header["target"], header.get("proxy"), *(header.get("replicas") or [])),
+    ]
     writer = transcript.TranscriptWriter.resume(loaded, transcript.Redactor(secrets))
     if lost is not None:
         said = texts("transcript.salvaged_note", lost=lost.said(), aside=aside)
@@ -334,22 +346,48 @@ def resume_command(args: argparse.Namespace) -> int:
     return execute(book, writer, operator, args, api_key, header, events=loaded.events)
 
 
-def _unmasked_urls(header: dict[str, Any], args: argparse.Namespace) -> dict[str, str]:
+def _unmasked_urls(header: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     """The session's URLs with the credentials its transcript masked, given again on the command
-    line (``--target``/``--proxy``); each must be the recorded one once masked."""
+    line (``--target``/``--proxy``/``--replica``); each must be a recorded one once masked."""
     from wizard.auth import MASK, without_userinfo
     from wizard.errors import UsageError
 
-    urls = {}
-    for key in ("target", "proxy"):
-        recorded, given = header.get(key), getattr(args, key)
-        if given is not None and without_userinfo(given) != recorded:
-            raise UsageError.said("error.not_sessions_url", name=key, recorded=recorded)
-        if given is None and recorded and f"://{MASK}@" in recorded:
-            raise UsageError.said("error.masked_url", name=key, recorded=recorded)
-        if given is not None:
+    replicas = header.get("replicas") or []
+    if not isinstance(replicas, list) or not all(isinstance(r, str) for r in replicas):
+        raise UsageError.said("error.replicas_not_urls", path=args.transcript)
+    urls: dict[str, Any] = {"replicas": list(replicas)} if replicas else {}
+    recorded = [
+        ("target", header.get("target"), args.target),
+        ("proxy", header.get("proxy"), args.proxy),
+    ]
+    given_replicas = {without_userinfo(url): url for url in args.replica or []}
+    if given_replicas.keys() - set(replicas):
+        raise UsageError.said("error.not_sessions_url", name="replica",
+                              recorded=", ".join(replicas) or "-")  # fmt: skip
+    recorded += [("replica", url, given_replicas.get(url)) for url in replicas]
+    for key, url, given in recorded:
+        if given is not None and without_userinfo(given) != url:
+            raise UsageError.said("error.not_sessions_url", name=key, recorded=url)
+        if given is None and url and f"://{MASK}@" in url:
+            raise UsageError.said("error.masked_url", name=key, recorded=url)
+        if given is not None and key == "replica":
+            urls["replicas"][replicas.index(url)] = given
+        elif given is not None:
             urls[key] = given
     return urls
+
+
+def _unnamed_urls(header: dict[str, Any], args: argparse.Namespace) -> list[Any]:
+    """The URLs the resumed walk would contact that only its transcript names (not given with
+    --target, --proxy or --replica on this command line)."""
+    from wizard.auth import without_userinfo
+    from wizard.cli.authority import Unnamed
+
+    named = {without_userinfo(u) for u in [args.target, args.proxy, *(args.replica or [])] if u}
+    recorded = [("--target", header["target"]), ("--proxy", header.get("proxy")),
+                *(("--replica", url) for url in header.get("replicas") or [])]  # fmt: skip
+    return [Unnamed(flag, without_userinfo(url)) for flag, url in recorded
+            if url and without_userinfo(url) not in named]  # fmt: skip
 
 
 def _spinner(screen: Any, lang: str) -> tuple[Any, Any]:
@@ -440,7 +478,7 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
 
         screen = console()
         screen.print(say("end.interrupted", lang, path=writer.path), soft_wrap=True)
-        screen.print(resume_hint or say("end.resume", lang, command=f"latency-wizard resume {writer.path}"),
+        screen.print(resume_hint or say("end.resume", lang, command=resume_command_line(writer.path, header)),
                      soft_wrap=True)  # fmt: skip
         return 130
     finally:
@@ -459,6 +497,22 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
     if any(f["cause"] in UNMEASURABLE_CAUSES for f in session.findings):
         return 1  # no OpenAI API at the target (LAT021): the walk could not be done there
     return EXIT_CODES[outcome(session)["outcome"]]
+
+
+def resume_command_line(path: Path, header: dict[str, Any]) -> str:
+    """The command that continues this walk, naming its URLs again (a transcript's own URLs are
+    confirmed before anything is sent to them); a URL's userinfo is never printed."""
+    import shlex
+
+    from wizard.auth import MASK, without_userinfo
+
+    named = [("--target", header.get("target")), ("--proxy", header.get("proxy")),
+             *(("--replica", url) for url in header.get("replicas") or [])]  # fmt: skip
+    # A masked userinfo is asked for again by resume: the hint says what goes there.
+    shown = [(flag, without_userinfo(url).replace(f"://{MASK}@", "://USER:PASSWORD@"))
+             for flag, url in named if url]  # fmt: skip
+    flags = "".join(f" {flag} {shlex.quote(url)}" for flag, url in shown)
+    return f"latency-wizard resume {shlex.quote(str(path))}{flags}"
 
 
 def _print_answer(screen: Any, path: Path, lang: str) -> None:

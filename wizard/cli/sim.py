@@ -33,6 +33,7 @@ VALUE_FLAGS: tuple[tuple[tuple[str, ...], str, type], ...] = (
     (("--cpu-kvcache-space",), "cpu_kvcache_space_gib", float),
     (("--api-server-count",), "api_server_count", int),
     (("--log-stats-interval",), "log_stats_interval_s", float),
+    (("--step-drift",), "step_drift", float),
 )  # fmt: skip
 
 
@@ -96,7 +97,7 @@ ENGINE_DESTS = (
 
 # Knobs of the simulation itself (hardware, framing, env vars): a real `vllm serve` has no such
 # argument, so they stay out of the logged `non-default args`.
-NOT_VLLM_ARGS = frozenset({"gpu_memory_gib", "nodes", "interconnect", "x_accel_buffering_no",
+NOT_VLLM_ARGS = frozenset({"gpu_memory_gib", "nodes", "interconnect", "x_accel_buffering_no", "step_drift",
                            "metrics_generation", "log_stats_interval_s", "chat_template", "device",
                            "completions_api",
                            "cpu_kvcache_space_gib", "kv_bytes_per_token",

@@ -16,7 +16,13 @@ from typing import Any
 import httpx
 
 from wizard.probes.lean_http import timing_client
-from wizard.probes.stream import RequestSpec, StreamSample, measure_stream, stream_report
+from wizard.probes.stream import (
+    RequestSpec,
+    StreamSample,
+    first_error,
+    measure_stream,
+    stream_report,
+)
 
 BURST_EVENTS = 4
 INFLATION_MS = 20.0
@@ -54,8 +60,23 @@ async def compare_paths(
 def judge(
     direct: dict[str, Any], via: dict[str, Any], via_samples: list[StreamSample]
 ) -> dict[str, Any]:
-    """The verdict fields of ``probe proxy --json``."""
+    """The verdict fields of ``probe proxy --json``; none when a path measured nothing."""
     d, v = direct["summary"], via["summary"]
+    # A proxy that cuts every stream is a verdict of its own, from the direct path's good ones.
+    cut = any(s.error_kind == "truncated" for s in via_samples)
+    empty = [(path, report) for path, report in (("direct", direct), ("proxy", via))
+             if not report["summary"]["succeeded"] and not (path == "proxy" and cut)]  # fmt: skip
+    if empty:
+        path, report = empty[0]
+        error = first_error(report)
+        return {
+            "direct": direct, "via": via, "buffering_suspected": False, "whole_stream_held": False,
+            "gzip": False, "ttft_inflation_ms": None, "max_events_per_read_via": None,
+            "headers_delayed": False, "truncated": False,
+            "nothing_measured": {"paths": [p for p, _ in empty], "first_error": error},
+            "verdict": f"nothing could be measured: every request on the {path} path failed"
+            + (f" (first error: {error})" if error else ""),
+        }  # fmt: skip
     d_ttft, v_ttft = d["ttft_ms"]["p50"], v["ttft_ms"]["p50"]
     inflation = v_ttft - d_ttft if d_ttft is not None and v_ttft is not None else None
     events_per_read = v["burst"]["max_events_per_read"]
@@ -93,5 +114,6 @@ def judge(
         "max_events_per_read_via": events_per_read,
         "headers_delayed": headers_delayed,
         "truncated": truncated,
+        "nothing_measured": None,
         "verdict": verdict,
     }  # fmt: skip

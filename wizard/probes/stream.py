@@ -486,6 +486,15 @@ def _error_message(body: str) -> str:
     return body.strip()
 
 
+def first_error(report: dict[str, Any]) -> str | None:
+    """The first failed request's kind and message in a stream report (``kind: message``)."""
+    for sample in report["samples"]:
+        if sample.get("error_kind"):
+            message = sample.get("error")
+            return f"{sample['error_kind']}: {message}" if message else str(sample["error_kind"])
+    return None
+
+
 def stream_report(samples: list[StreamSample]) -> dict[str, Any]:
     """The ``probe stream --json`` object: samples, percentiles over successful ones, error counts."""
     from wizard.measure import summarize

@@ -221,6 +221,10 @@ class SimConfig:
     metrics_generation: MetricsGeneration = "v1"
     disable_log_stats: bool = False
     log_stats_interval_s: float = 10.0
+    # A server that slows as it runs (a GPU throttling as it heats, a neighbour's growing load):
+    # each step takes (1 + step_drift x steps done / 1000) times its modelled time. Its rounds
+    # disagree with their own A/A repeats, the unstable baseline the walk must not judge on.
+    step_drift: float = 0.0
     gpu_memory_gib: float = 80.0
     # Memory bandwidth of one GPU (H100 SXM's HBM3): every decode step reads the KV cache of
     # every running sequence through it (``steptime.kv_read_ms``).

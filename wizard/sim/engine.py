@@ -251,7 +251,7 @@ class Engine:
         )  # fmt: skip
         if self.steps_done < self.config.cold_start.slow_first_steps:
             ms += self.config.cold_start.slow_first_step_ms
-        return ms
+        return ms * (1 + self.config.step_drift * self.steps_done / 1000)
 
     def _deliver(self, plan: StepPlan, outputs: list[TokenOutput], deadline: int) -> None:
         now = time.monotonic_ns()
