@@ -6,6 +6,7 @@ that resets, hangs and cut bodies are real.
 
 ``{url}/cycle`` is a server whose completions take every behaviour in turn (MODES, one request
 after another) while its model list, health and version answer: one walk meets every fault.
+``{url}/endless`` answers the same, and never finishes a completion.
 """
 
 from __future__ import annotations
@@ -163,14 +164,16 @@ MODES = ("status500", "status404", "status429", "garbage", "errorevent", "nodone
          "roleearly", "multitoken", "burst", "deepjson", "bigint", "badchoices", "usagejump",
          "hugeline", "nousage", *TRICKLES)  # fmt: skip
 CYCLE = "cycle"
+ENDLESS = "endless"  # the same answering server, whose every completion never finishes
 _turns = itertools.count()
 MODEL_LIST = {"object": "list", "data": [{"id": "m", "object": "model", "max_model_len": 4096}]}
 
 
-async def cycle(path: str, writer: asyncio.StreamWriter) -> None:
-    """The next behaviour for a completion; a model list, health and version that answer."""
+async def cycle(path: str, writer: asyncio.StreamWriter, endless: bool = False) -> None:
+    """The next behaviour for a completion (``endless``: an endless body, every time); a model
+    list, health and version that answer."""
     if path.endswith("/completions"):
-        await behave(MODES[next(_turns) % len(MODES)], writer)
+        await behave("trickle" if endless else MODES[next(_turns) % len(MODES)], writer)
         return
     known = {"/v1/models": MODEL_LIST, "/version": {"version": "0.0.0"}, "/health": {}}
     body = json.dumps(known[path]).encode() if path in known else b""
@@ -189,7 +192,10 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 length = int(line.split(b":")[1])
         await reader.readexactly(length)
         mode, _, rest = head.split(b" ")[1].decode().strip("/").partition("/")
-        await (cycle("/" + rest, writer) if mode == CYCLE else behave(mode, writer))
+        if mode in (CYCLE, ENDLESS):
+            await cycle("/" + rest, writer, endless=mode == ENDLESS)
+        else:
+            await behave(mode, writer)
     except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
         pass  # the client left, or the server is shutting down
     finally:

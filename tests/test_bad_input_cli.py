@@ -213,10 +213,12 @@ def file_server(tmp_path: Path) -> Iterator[str]:
     port = free_port()
     served = tmp_path / "www"
     served.mkdir()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "-d", str(served)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    # Its request log (each request's method and path) is kept: a test reads what was sent.
+    with (tmp_path / "www.log").open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "-d", str(served)],
+            stdout=subprocess.DEVNULL, stderr=log,
+        )  # fmt: skip
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -233,10 +235,18 @@ def file_server(tmp_path: Path) -> Iterator[str]:
 
 
 def test_a_target_that_answers_http_but_is_no_openai_api(file_server: str, tmp_path: Path) -> None:
-    """The walk stops after the endpoints probe: no round, LAT021 says what to give, exit 4."""
+    """The walk stops at its entry step: no round, LAT021 says what to give, exit 1 (it was 4, as
+    for a walk that measured nothing); no completion request is sent and no Python None shown.
+    The transcript is whole and says so (LAT021, then its end: nothing measured)."""
     path = tmp_path / "walk.ndjson"
     result = cli("run", "--target", file_server, "--auto", "--transcript", str(path))
-    assert result.returncode == 4, result.stdout + result.stderr
+    assert result.returncode == 1, result.stdout + result.stderr
+    sent = (tmp_path / "www.log").read_text()
+    assert "GET /v1/models" in sent and "POST" not in sent  # asked what it serves, sent no load
+    assert "None" not in result.stdout
+    assert "lists no models at /v1/models (HTTP 404): no completion request sent" in (
+        " ".join(result.stdout.split())
+    )
     assert f"{file_server} answered HTTP (/health 404, /v1/models 404) but lists no models" in (
         " ".join(result.stdout.split())
     )
@@ -249,7 +259,7 @@ def test_a_target_that_answers_http_but_is_no_openai_api(file_server: str, tmp_p
     assert cli("replay", str(path)).returncode == 0
     zh = cli("run", "--target", file_server, "--auto", "--lang", "zh",
              "--transcript", str(tmp_path / "zh.ndjson"))  # fmt: skip
-    assert zh.returncode == 4
+    assert zh.returncode == 1 and "None" not in zh.stdout
     said = "".join(zh.stdout.split())
     assert "目标地址不是OpenAIAPI" in said and "诊断已停止：这个目标上没有可测量的对象" in said
 

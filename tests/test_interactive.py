@@ -20,7 +20,6 @@ from tests.text_checks import english_sentences, plain_text, raw_values
 from wizard import transcript
 from wizard.nginx_runner import find_nginx
 
-DOWN = "\x1b[B"
 CLEAR = "\x15"  # Ctrl-U: the prompt is pre-filled with the default
 
 
@@ -39,6 +38,13 @@ def spawn(*args: str) -> pexpect.spawn:
                          dimensions=(40, 120))  # fmt: skip
 
 
+def consent(child: pexpect.spawn) -> None:
+    """`run` at a terminal says the load it will send and asks once (no default)."""
+    child.expect(r"Send this load to http://127\.0\.0\.1:\d+\? \(y/n\)")
+    time.sleep(1.0)
+    child.send("y\r")
+
+
 @pytest.mark.timeout(400)
 def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> None:
     """Asked: what the evidence cannot answer (the API of a server answering both, LoadGen, the
@@ -46,12 +52,14 @@ def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> N
     path = tmp_path / "interactive.ndjson"
     child = spawn("run", "--target", healthy_sim.url, "--host-evidence",
                   str(healthy_sim.host_evidence), "--transcript", str(path))  # fmt: skip
+    consent(child)
     child.expect("Which API does the service use")  # it answers both: only the operator knows
     time.sleep(1.0)
     child.send("\r")  # the default, completions
     child.expect(LOADGEN_PROMPT)  # asked before the baseline: LoadGen runs before and after
     time.sleep(1.0)
-    child.send("n")  # a confirm takes the key alone: a newline would answer the next prompt
+    # A whole word and Enter (the first key alone answered, and its Enter the next question).
+    child.send("n\r")
     # The round's status line counts its requests: n of N, elapsed, and the time left.
     child.expect(r"measuring direct: 4 streams, 16 requests of 64 \+ 64 tokens via completions: "
                  r"\d+/20, \d+ s, about \d+ s left")  # fmt: skip
@@ -88,7 +96,7 @@ def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> N
             child.sendline(CLEAR + "31")  # 31 GPUs on the host's 32 cores: fewer than 2 + N
         elif index == 2:
             declined.append(child.after)
-            child.send("\r")  # Enter: the default, "not applied (skip)"; applied needs a choice
+            child.send("1\r")  # "not applied (skip)": a change needs an explicit answer, not Enter
         elif index in (3, 5, 7):
             child.sendline(CLEAR + "1")
         elif index == len(prompts) - 1:
@@ -128,11 +136,10 @@ def test_a_server_fixed_after_a_failed_start_is_measured(tmp_path: Path) -> None
     path = tmp_path / "fixed.ndjson"
     child = spawn("run", "--target", f"http://127.0.0.1:{port}", "--vllm-log", str(log),
                   "--transcript", str(path))  # fmt: skip
+    consent(child)
     child.expect("LAT014: apply")
     time.sleep(1.0)
-    child.send(DOWN)  # past the default "not applied (skip)" to "I applied it myself"
-    time.sleep(0.5)
-    child.send("\r")
+    child.send("2\r")  # "I applied it myself", typed: a change needs an explicit answer
     # The values are filled in from the log (computed, not constants): Enter keeps them.
     for prompt, reply in (("Which ONE parameter", "\r"), ("value before", "\r"),
                           ("value now", "\r"), ("Did the server restart", "\r")):  # fmt: skip
@@ -145,14 +152,14 @@ def test_a_server_fixed_after_a_failed_start_is_measured(tmp_path: Path) -> None
                     "--no-enable-chunked-prefill", "--max-num-batched-tokens", "8192")  # fmt: skip
     try:
         time.sleep(1.0)
-        child.send("y")
+        child.send("y\r")
         child.expect("LAT014 cause gone in start#2")  # the start proves the change
         child.expect("Which API does the service use")  # the fixed server answers both
         time.sleep(1.0)
         child.send("\r")
         child.expect(LOADGEN_PROMPT)
         time.sleep(1.0)
-        child.send("n")
+        child.send("n\r")
         child.expect("measuring direct: 4 streams")  # a status line while the round runs
         # Past the baseline (which found LAT014): the walk measured the fixed server. What it
         # prints next depends on the machine (PASS, or a rule left inconclusive by a contended
@@ -198,12 +205,14 @@ def wait_for_event(path: Path, kind: str, child: pexpect.spawn, timeout: float =
     raise AssertionError(f"no {kind} event in {path} after {timeout} s")
 
 
-# A prompt as questionary draws it: a confirm's (Y/n) or (y/N), a select's arrow-keys instruction.
+# A prompt as the walk draws it: a yes/no question's (Y/n) or (y/N) (Chinese: 回车 = 是/否), a
+# select's arrow-keys instruction; last, the question that applies a change, answered by number.
 # The terminal may wrap a long question anywhere in its instruction (between two characters of
 # "（用方向键选择）", with colour resets around the line break): match it across one.
 WRAPPED = r"(?:\x1b\[[0-9;]*m|\s)*"
-PROMPTS = [r"\(Y/n\)", r"\(y/N\)",
-           r"\(Use" + WRAPPED + r"arrow" + WRAPPED + r"keys\)|" + WRAPPED.join("（用方向键选择）")]  # fmt: skip
+PROMPTS = [r"\(Y/n\)|" + WRAPPED.join("回车=是）"), r"\(y/N\)|" + WRAPPED.join("回车=否）"),
+           r"\(Use" + WRAPPED + r"arrow" + WRAPPED + r"keys\)|" + WRAPPED.join("（用方向键选择）"),
+           r"\[1\] (?:apply it for me|替我应用|not applied \(skip\)|不应用（跳过）)"]  # fmt: skip
 
 
 @pytest.mark.skipif(
@@ -214,17 +223,19 @@ PROMPTS = [r"\(Y/n\)", r"\(y/N\)",
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_demo_walk_in_a_terminal_reads_as_sentences(lang: str, tmp_path: Path) -> None:
     """Issue #13: the demo behind nginx, every stage, in a real pty, each question answered with
-    Enter: no raw value (None, True, a repr, a fact's key, a float's noise, a negative time) in
+    Enter (a change with its number, 1: apply it for me): no raw value (None, True, a repr, a fact's key, a float's noise, a negative time) in
     either language, no English sentence in Chinese; nor in the md, html and text summaries."""
     path = tmp_path / "demo.ndjson"
     child = spawn("demo", "--lang", lang, "--transcript", str(path))
     screen = io.StringIO()
     child.logfile_read = screen
     asked = 0
-    while child.expect([*PROMPTS, pexpect.EOF], timeout=300) < len(PROMPTS):
+    while (index := child.expect([*PROMPTS, pexpect.EOF], timeout=300)) < len(PROMPTS):
         asked += 1
         time.sleep(1.0)  # prompt_toolkit draws the question before it reads keys
-        child.send("\r")  # Enter: the default (LoadGen on, the fix applied, the rest walked)
+        # Enter: the default (LoadGen on, the rest walked); a change is answered by its number,
+        # 1: "apply it for me" where the demo can, else "not applied (skip)" (Enter's before).
+        child.send("1\r" if index == len(PROMPTS) - 1 else "\r")
     child.close()
     assert child.exitstatus == 0, screen.getvalue()[-3000:]
     output = plain_text(screen.getvalue())

@@ -207,7 +207,7 @@ def test_at_a_terminal_the_transcripts_url_is_asked_and_never_gets_the_key(
     child.expect(f"names {recorder.url} as the --target")
     child.expect(r"Send requests to .*, named only by the transcript\?")
     assert recorder.seen == []  # nothing before the answer
-    child.send(answer)
+    child.send(answer + "\r")  # a whole word and Enter (prompts.py)
     if answer == "y":
         child.expect("the API key is not sent to")
     child.expect(pexpect.EOF)

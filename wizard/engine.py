@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from wizard import changes, conditions, config_check, contention, stability
+from wizard import budget, changes, conditions, config_check, contention, stability
 from wizard.measure import (
     IncomparableError,
     MeasurementSpec,
@@ -147,6 +147,7 @@ class Session:
     stage_start: int = 0
     stage_errors: int = 0  # probes of this stage that failed (a stage with one did not pass)
     stage_unjudged: int = 0  # rules inconclusive before this stage (one said in it did not pass)
+    limits: budget.Limits | None = None  # --max-requests and --deadline (run); None: no limits
 
     def enter_stage(self, stage: str) -> None:
         """A node of ``stage`` is entered: a new stage starts when it differs from the last."""
@@ -227,34 +228,52 @@ async def check_resumed_server(session: Session, at: str) -> None:
         )
 
 
+def session_facts(
+    proxy: str | None, target: str | None, nginx_conf: str | None, workload: Workload
+) -> dict[str, Any]:
+    """What the walk knows before its first probe (``session.*`` facts; the budget plans by
+    them too)."""
+    return {
+        "has_proxy": bool(proxy),
+        "target": target,
+        "nginx_conf": nginx_conf,
+        # The API the operator named (run --endpoint, or the body's): no need to ask.
+        "endpoint": workload.endpoint,
+        # The incident's body constrains its output (structured outputs): its price is
+        # measured by the same round without the constraint.
+        "constraint_fields": workload.constraint_fields,
+        "constrained": bool(workload.constraint_fields),
+        "constraint_chars": workload.constraint_chars,
+    }
+
+
 async def walk(session: Session, start: str | None = None) -> None:
     """Walk from ``start`` (default: the playbook's start) to the end, then record ``end``."""
     playbook = session.playbook
     session.facts.setdefault("visited", {})
     session.facts.setdefault(
         "session",
-        {
-            "has_proxy": bool(session.ctx.proxy),
-            "target": session.ctx.target,
-            "nginx_conf": session.ctx.nginx_conf,
-            # The API the operator named (run --endpoint, or the body's): no need to ask.
-            "endpoint": (session.ctx.workload or Workload()).endpoint,
-            # The incident's body constrains its output (structured outputs): its price is
-            # measured by the same round without the constraint.
-            "constraint_fields": (session.ctx.workload or Workload()).constraint_fields,
-            "constrained": bool((session.ctx.workload or Workload()).constraint_fields),
-            "constraint_chars": (session.ctx.workload or Workload()).constraint_chars,
-        },
-    )
+        session_facts(session.ctx.proxy, session.ctx.target, session.ctx.nginx_conf,
+                      session.ctx.workload or Workload()),
+    )  # fmt: skip
     session.ctx.session = session  # the audit probe reads the session's history
     node_id = start or playbook.start
-    while node_id != END:
-        node = playbook.nodes[node_id]
-        node_id = await _visit(session, node)
+    try:
+        while node_id != END:
+            if session.limits is not None:
+                session.limits.check_deadline()
+            node = playbook.nodes[node_id]
+            node_id = await _visit(session, node)
+    except budget.DeadlineReached:
+        # Past --deadline the walk ends with what it has: the rounds so far, their findings.
+        assert session.limits is not None
+        note(session, node_id, "note.deadline", seconds=round(session.limits.deadline_s),
+             rounds=session.limits.rounds)  # fmt: skip
+    spent = {"spent": session.limits.spent()} if session.limits is not None else {}
     session.record("end", None, {
         "findings": [f["code"] for f in session.findings],
         "changes": len(session.changes),
-        **outcome(session),
+        **outcome(session), **spent,
     })  # fmt: skip
 
 
@@ -434,10 +453,19 @@ async def _probe(
         # (LAT050): rounds above it would measure the client again, not the server.
         params = {**params, "concurrency": cap}
 
+    cost = budget.round_cost(call.name, params)
+    if session.limits is not None and cost is not None and session.limits.over_cap(call.name, cost):
+        session.limits.skipped.append(label)
+        note(session, node.id, "note.over_cap", round=label, n=cost.requests,
+             spent=session.limits.requests, most=session.limits.max_requests)  # fmt: skip
+        return {"error": "skipped: --max-requests"}
+
     async def run_once() -> ProbeResult:
         session.on_busy({"probe": call.name, "round": label, "params": params})
         try:
-            return await run_probe(call.name, session.ctx, params)
+            return await budget.run_within(
+                session.limits, call.name, cost, lambda: run_probe(call.name, session.ctx, params)
+            )
         finally:
             session.on_busy(None)
 

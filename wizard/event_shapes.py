@@ -202,6 +202,17 @@ SHAPES: dict[str, Any] = {
         "changes": ANY,
         "outcome?": Opt(OneOf(OUTCOMES)),
         "causes_remaining?": Opt([str]),
+        # What the walk sent, against its budget (run's --max-requests, --deadline).
+        "spent?": {"requests": int, "tokens": int, "rounds": int, "skipped": [str]},
+    },
+    "budget": {
+        "stages": [
+            {"stage": str, "rounds": int, "requests": int, "tokens": int, "concurrency": int}
+        ],
+        "requests": int,
+        "tokens": int,
+        "max_requests": Opt(int),
+        "deadline_s": NUMBER,
     },
 }
 

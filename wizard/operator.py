@@ -5,7 +5,8 @@
 - ``ScriptedOperator`` (``--answers FILE``): YAML keyed by question id, plus decisions keyed by
   finding code; an id the playbook does not know is an error.
 - ``InteractiveOperator``: questionary prompts through ``unsafe_ask_async`` so Ctrl-C reaches us and the
-  partial transcript is kept.
+  partial transcript is kept; each reads only what was typed for it (``prompts.py``), and a change
+  is applied only on an explicit answer, never on Enter alone.
 The engine knows none of them by name; it calls ``ask`` and ``decide``.
 """
 
@@ -20,6 +21,7 @@ from typing import Any, Protocol
 
 import yaml
 
+from wizard import prompts
 from wizard.errors import UsageError
 from wizard.numbers import MAX_DIGITS, parse_float
 from wizard.playbook import Finding, Playbook, Question
@@ -214,21 +216,6 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-async def _confirm(text: str, default: bool, lang: str) -> bool:
-    """A yes/no question. questionary's confirm says "(Y/n)" and answers "Yes" in English only:
-    in another language it is a choice of the two words, y and n still pick them."""
-    import questionary
-
-    if lang == "en":
-        return bool(await questionary.confirm(text, default=default).unsafe_ask_async())
-    yes, no = (questionary.Choice(say(f"confirm.{word}", lang), value=value, shortcut_key=key)
-               for word, value, key in (("yes", True, "y"), ("no", False, "n")))  # fmt: skip
-    return bool(await questionary.select(
-        text, choices=[yes, no], default=yes if default else no, use_shortcuts=True,
-        instruction=say("decide.arrows", lang),
-    ).unsafe_ask_async())  # fmt: skip
-
-
 class InteractiveOperator:
     """Prompts on the terminal (questionary, via unsafe_ask_async so Ctrl-C is ours)."""
 
@@ -242,49 +229,42 @@ class InteractiveOperator:
             return default
         text = question.text.get(lang) or question.text["en"]
         if question.type == "confirm":
-            return await _confirm(text, bool(default), lang)
+            return await prompts.yes_no(text, bool(default), lang)
         if question.type == "select":
+            prompts.discard_typeahead()
             return await questionary.select(
                 text, choices=list(question.choices), default=default,
                 instruction=say("decide.arrows", lang),
             ).unsafe_ask_async()  # fmt: skip
         while True:
-            raw = await questionary.text(
-                text, default="" if default is None else str(default)
-            ).unsafe_ask_async()
+            raw = await prompts.text(text, "" if default is None else str(default))
             try:
                 return coerce(question, raw)
             except UsageError as exc:
                 print(exc.texts.get(lang, str(exc)))
 
     async def decide(self, finding: Finding, lang: str) -> Decision:
-        import questionary
-
         change = finding.change
         if change is None:
             return Decision(applied=False, note="no change proposed")
         can_auto = self.applier is not None and self.applier.can_apply(change)
-        # A change made by hand is recorded only on an explicit answer: Enter means not applied.
+        # It applies a change (or records one made by hand): only an explicit answer does, a
+        # number typed for it; Enter alone answers nothing (prompts.numbered).
         skip, by_hand, for_me = (say(f"decide.{k}", lang) for k in ("skip", "by_hand", "for_me"))
         choices = [for_me, skip, by_hand] if can_auto else [skip, by_hand]
         prompt = say("decide.prompt", lang, code=finding.code, apply=change["apply"], layer=change["layer"],
                      parameter=change["parameter"])  # fmt: skip
-        action = await questionary.select(
-            prompt, choices=choices, default=choices[0], instruction=say("decide.arrows", lang)
-        ).unsafe_ask_async()
+        action = choices[await prompts.numbered(prompt, choices, lang)]
         if action == skip:
             return Decision(applied=False, note="skipped by the operator")
         if action == for_me and self.applier is not None:
             return await asyncio.to_thread(self.applier.apply, change)
-        parameter = await questionary.text(
-            say("decide.which", lang), default=str(change["parameter"])
-        ).unsafe_ask_async()
-        before = await questionary.text(
-            say("decide.before", lang), default=_text(change.get("before"))
-        ).unsafe_ask_async()
-        after = await questionary.text(
-            say("decide.after", lang), default=_text(change.get("after"))
-        ).unsafe_ask_async()
-        restarted = await _confirm(say("decide.restarted", lang), change["layer"] == "vllm", lang)
+        # What was changed by hand: filled in from the proposal, Enter keeps it.
+        parameter = await prompts.text(say("decide.which", lang), str(change["parameter"]))
+        before = await prompts.text(say("decide.before", lang), _text(change.get("before")))
+        after = await prompts.text(say("decide.after", lang), _text(change.get("after")))
+        restarted = await prompts.yes_no(
+            say("decide.restarted", lang), change["layer"] == "vllm", lang
+        )
         return Decision(applied=True, layer=str(change["layer"]), parameter=parameter, before=before,
                         after=after, note="applied by the operator", restarted=restarted)  # fmt: skip

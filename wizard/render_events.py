@@ -13,6 +13,7 @@ from rich.text import Text
 
 from wizard.event_shapes import problem, unreadable_note
 from wizard.measure import MAX_BAND, NEAR_ZERO, TOO_WIDE
+from wizard.render_budget import budget_text, spent_text
 from wizard.replica_words import replica_evidence, said_why
 from wizard.words import (
     WORDS,
@@ -163,7 +164,10 @@ def render_event(
         )
     if kind == "end":
         codes = ", ".join(data["findings"]) or say("walk.none", lang)
-        return Rule(say("walk.complete", lang, codes=codes, changes=data["changes"]))
+        rule = Rule(say("walk.complete", lang, codes=codes, changes=data["changes"]))
+        return Group(spent_text(data["spent"], lang), rule) if data.get("spent") else rule
+    if kind == "budget":
+        return budget_text(data, lang)
     return None
 
 
@@ -188,8 +192,15 @@ def _probe(data: dict[str, Any], lang: str) -> RenderableType:
             say("walk.no_answer", lang) + (paren("", why, lang) if why else ""),
             style="red",
         )
+    if name == "endpoints" and facts.get("openai_api") is False:
+        # No model list: nothing else was asked, there is no value to show (it printed None).
+        status = facts.get("models_status")
+        answer = f"HTTP {status}" if isinstance(status, int) else say("walk.not_model_list", lang)
+        return Text(say("walk.endpoints_no_api", lang, status=answer), style="red")
     if name == "endpoints":
-        return Text(say("walk.endpoints", lang, model=facts.get("model"), version=facts.get("version"),
+        unknown = say("unknown", lang)
+        return Text(say("walk.endpoints", lang, model=facts.get("model") or unknown,
+                        version=facts.get("version") or unknown,
                         auth=value_word("auth", facts.get("auth"), lang),
                         completions="ok" if facts.get("completions_ok") else facts.get("completions_status"),
                         chat="ok" if facts.get("chat_ok") else facts.get("chat_status"),

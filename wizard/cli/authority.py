@@ -57,8 +57,7 @@ def at_terminal(*, auto: bool = False, answers: str | None = None) -> bool:
 
 
 def _ask(text: str, lang: str) -> bool:
-    from wizard import aio
-    from wizard.operator import _confirm
+    from wizard import aio, prompts
 
-    # No default Yes: where requests go is answered on purpose.
-    return aio.run(_confirm(text, default=False, lang=lang))
+    # No default Yes: where requests go is answered on purpose (a whole word; Enter is no).
+    return aio.run(prompts.yes_no(text, False, lang))

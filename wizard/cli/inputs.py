@@ -45,6 +45,15 @@ def seconds(text: str) -> float:
     return value
 
 
+def count(text: str) -> int:
+    """A ``--max-requests``: a whole number, 0 or more (0 sends no round of load)."""
+    from wizard.words import say
+
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(say("error.not_count", language(), text=repr(text)))
+    return int(text)
+
+
 def language(argv: list[str] | None = None) -> str:
     """The language the command asked for (``--lang``), else the locale's: an error in the
     arguments is said before they are parsed."""
@@ -103,3 +112,31 @@ def transcript_input(args: argparse.Namespace) -> Any:
         print(say("transcript.salvaged", lang, command=args.command, path=loaded.path,
                   n=len(loaded.events), lost=lost.get(lang, lost["en"])), file=sys.stderr)  # fmt: skip
     return loaded
+
+
+def check_nginx_conf(path: str | None) -> None:
+    """``--nginx-conf`` parsed before any request: a config that does not parse is said first,
+    not after the target was checked."""
+    if not path:
+        return
+    from pathlib import Path
+
+    from wizard.errors import UsageError, WizardError
+    from wizard.probes.nginx_config import analyse
+
+    try:
+        analyse(Path(path).expanduser())
+    except WizardError as exc:  # a syntax error (file:line), a folder without a .conf
+        raise UsageError.said("error.flag_said", flag="--nginx-conf", message=exc.texts) from None
+
+
+def check_transcript_path(path: Any) -> None:
+    """The transcript's folder can hold it: the nearest part of its path that exists must be a
+    folder (``a-file/walk.ndjson`` said "File exists" after the target was checked)."""
+    from wizard.errors import UsageError
+
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError.said("error.transcript_parent_file", path=path, parent=parent)
+            return

@@ -8,7 +8,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wizard.cli.inputs import check_base_url, language, seconds, transcript_input
+from wizard.cli.inputs import (
+    check_base_url,
+    check_nginx_conf,
+    check_transcript_path,
+    count,
+    language,
+    seconds,
+    transcript_input,
+)
 
 if TYPE_CHECKING:
     from wizard.words_cli import Words
@@ -34,6 +42,8 @@ def register(subparsers: Any, words: Words) -> None:
     run.add_argument("--transcript", help=words("run.transcript"))
     run.add_argument("--playbook", help=words("run.playbook"))
     run.add_argument("--timeout", type=seconds, default=60.0, help=words("timeout_per_request"))
+    run.add_argument("--deadline", type=seconds, metavar="SECONDS", help=words("run.deadline"))
+    run.add_argument("--max-requests", type=count, metavar="N", help=words("run.max_requests"))
     run.add_argument("--api-key-env", help=words("api_key_env"))
     operator_arguments(run, words)
     run.set_defaults(handler=run_command)
@@ -114,13 +124,18 @@ def run_command(args: argparse.Namespace) -> int:
     """Start a new walk."""
     from wizard import playbook as playbook_module
     from wizard.auth import api_key_from_env, url_secrets
+    from wizard.errors import UsageError
     from wizard.transcript import Redactor
     from wizard.workload import from_arguments
 
+    # Every input is read and checked before the first request (Prometheus, the target): a broken
+    # file is said at once, not after a network round trip.
     check_evidence_paths(args)
+    check_nginx_conf(args.nginx_conf)
     workload = from_arguments(args.model, args.endpoint, args.input_tokens, args.output_tokens,
                               args.concurrency, args.request_body)  # fmt: skip
-    fleet = _read_fleet(args)
+    if args.prometheus is None and args.target is None:
+        raise UsageError.said("error.target_required")
     for url in filter(None, (args.target, args.proxy)):
         check_base_url(url)
     if args.replica:
@@ -129,8 +144,11 @@ def run_command(args: argparse.Namespace) -> int:
         from_list(args.replica)  # a bad URL is a usage error before anything runs
     book = playbook_module.load(args.playbook or playbook_module.DEFAULT_PLAYBOOK)
     operator = choose_operator(args, book)
+    check_transcript_path(Path(args.transcript or default_transcript_path("")))
+    fleet = _read_fleet(args)
     for url in filter(None, (args.target, args.proxy)):
         preflight(url, log_given=bool(args.vllm_log), timeout_s=args.timeout)
+    planned = _budget(args, book, workload, operator)
     api_key = api_key_from_env(args.api_key_env)
     path = Path(args.transcript) if args.transcript else default_transcript_path(args.target)
     header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
@@ -141,7 +159,33 @@ def run_command(args: argparse.Namespace) -> int:
               "workload": workload.to_header()}  # fmt: skip
     secrets = url_secrets(args.target, args.proxy, args.prometheus, *(args.replica or []))
     writer = _create(path, header, Redactor([api_key, *secrets]))
-    return execute(book, writer, operator, args, api_key, header, events=[], fleet=fleet)
+    return execute(book, writer, operator, args, api_key, header, events=[], fleet=fleet,
+                   planned=planned)  # fmt: skip
+
+
+def _budget(args: argparse.Namespace, book: Any, workload: Any, operator: Any) -> dict[str, Any]:
+    """The load the walk will send, printed before its first request; a person at the terminal
+    consents to it once (an explicit answer), else nothing is sent nor written."""
+    from wizard import aio, budget, prompts
+    from wizard.auth import without_userinfo
+    from wizard.engine import session_facts
+    from wizard.errors import WizardError
+    from wizard.operator import InteractiveOperator
+    from wizard.render import console
+    from wizard.render_budget import budget_text
+    from wizard.words import texts
+
+    known = session_facts(args.proxy, args.target, args.nginx_conf, workload)
+    stages = budget.plan(book, workload, known)
+    deadline = args.deadline or budget.default_deadline(stages)
+    planned = budget.budget_event(stages, args.max_requests, deadline)
+    lang = args.lang or default_language()
+    console().print(budget_text(planned, lang), soft_wrap=True)
+    if isinstance(operator, InteractiveOperator):
+        question = texts("budget.consent", target=without_userinfo(args.target))[lang]
+        if not aio.run(prompts.yes_no(question, None, lang)):
+            raise WizardError.said("budget.declined")
+    return planned
 
 
 def _read_fleet(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -152,8 +196,6 @@ def _read_fleet(args: argparse.Namespace) -> dict[str, Any] | None:
     from wizard.words import say
 
     if args.prometheus is None:
-        if args.target is None:
-            raise UsageError.said("error.target_required")
         return None
     report = probe_fleet.read(args)
     look_at = report["look_at"]
@@ -375,7 +417,7 @@ def _spinner(screen: Any, lang: str) -> tuple[Any, Any]:
 
 def _walk(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_key: str | None,
           header: dict[str, Any], events: list[dict[str, Any]], fleet: dict[str, Any] | None,
-          lang: str) -> tuple[Any, Any]:  # fmt: skip
+          lang: str, planned: dict[str, Any] | None = None) -> tuple[Any, Any]:  # fmt: skip
     """Set the session up and walk; return the console and the session."""
     from wizard import aio
     from wizard.auth import auth_headers
@@ -402,6 +444,13 @@ def _walk(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_k
     context.model = context.workload.model
     on_busy, context.on_progress = _spinner(screen, lang)
     session = Session(book, context, operator, writer, lang, show, on_busy=on_busy)
+    if planned is not None:
+        # Shown before the transcript existed; recorded, not shown again. The deadline runs
+        # from here.
+        from wizard.budget import Limits
+
+        writer.append("budget", None, planned)
+        session.limits = Limits(planned["deadline_s"], planned["max_requests"])
     start = restore(session, events) if events else None
     if events:
         screen.print(
@@ -414,14 +463,15 @@ def _walk(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_k
 
 def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_key: str | None,
             header: dict[str, Any], events: list[dict[str, Any]], resume_hint: str | None = None,
-            fleet: dict[str, Any] | None = None) -> int:  # fmt: skip
+            fleet: dict[str, Any] | None = None, planned: dict[str, Any] | None = None) -> int:  # fmt: skip
     """Walk (or continue) with live rendering; keep the transcript on Ctrl-C and say how to resume.
 
     Everything after the transcript was created is inside the Ctrl-C handling, the imports and the
     session's setup too: an interrupt there also leaves a transcript to resume."""
     lang = args.lang or header.get("lang") or default_language()
     try:
-        screen, session = _walk(book, writer, operator, args, api_key, header, events, fleet, lang)
+        screen, session = _walk(book, writer, operator, args, api_key, header, events, fleet, lang,
+                                planned)  # fmt: skip
     except KeyboardInterrupt:
         from wizard.render import console
         from wizard.words import say
@@ -433,7 +483,7 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
         return 130
     finally:
         writer.close()
-    from wizard.engine import outcome
+    from wizard.engine import UNMEASURABLE_CAUSES, outcome
     from wizard.words import say
 
     _print_answer(screen, writer.path, lang)
@@ -444,6 +494,8 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
     )
     screen.print(say("end.paste", lang, command=f"latency-wizard export {writer.path} --format text"),
                  soft_wrap=True)  # fmt: skip
+    if any(f["cause"] in UNMEASURABLE_CAUSES for f in session.findings):
+        return 1  # no OpenAI API at the target (LAT021): the walk could not be done there
     return EXIT_CODES[outcome(session)["outcome"]]
 
 

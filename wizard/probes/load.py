@@ -217,6 +217,13 @@ class _LoopWatch:
             self.lags_ms.append((time.monotonic() - before - LAG_PROBE_INTERVAL_S) * 1000)
 
 
+def requests_sent(requests: int, warmup: int, concurrency: int) -> int:
+    """How many requests a run of ``requests`` steady ones sends: every worker's first request is
+    cold too, so at least ``concurrency`` of them come before the steady ones (the walk's budget
+    counts the same)."""
+    return max(warmup, concurrency) + requests
+
+
 async def run_load(
     base_url: str,
     spec: RequestSpec,
@@ -245,7 +252,7 @@ async def run_load(
     cold: list[StreamSample] = []
     samples: list[StreamSample] = []
     issued = steady_issued = 0
-    total = None if requests is None else max(warmup, concurrency) + requests
+    total = None if requests is None else requests_sent(requests, warmup, concurrency)
     progress = Progress(0, total, 0)
     deadline: float | None = None
 
