@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import SimProcess, wizard_command
 from tests.text_checks import english_sentences
+from wizard.cli.probe import NOTHING_MEASURED
 from wizard.nginx_runner import free_port
 
 
@@ -125,7 +126,7 @@ def test_a_port_that_is_not_http(ssh_like_port: int, tmp_path: Path) -> None:
     assert "is this the server's port?" in line
     assert "--vllm-log" not in line
     stream = cli("probe", "stream", "--target", url, "--model", "m", "--repeat", "1", "--json")
-    assert stream.returncode == 1
+    assert stream.returncode == NOTHING_MEASURED
     error = json.loads(stream.stdout)["samples"][0]["error"]
     assert "it answered, but not in HTTP" in error
 
@@ -133,7 +134,7 @@ def test_a_port_that_is_not_http(ssh_like_port: int, tmp_path: Path) -> None:
 def test_a_model_the_server_does_not_serve(healthy_sim: SimProcess) -> None:
     args = ("probe", "stream", "--target", healthy_sim.url, "--model", "wrong", "--repeat", "2")
     human = cli(*args)
-    assert human.returncode == 1
+    assert human.returncode == NOTHING_MEASURED
     out = " ".join(human.stdout.split())  # rich wraps long lines
     assert "http_404: HTTP 404: The model `wrong` does not exist." in out
     assert (
