@@ -735,10 +735,10 @@ def _kv_per_token(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def _failed_to_start(kinds: list[str], report: dict[str, Any]) -> bool:
-    # The budget check runs before the engine exists; the others count only before the KV cache was
-    # sized (an OOM at runtime is not a failed start).
-    if ARGUMENT_REFUSALS.intersection(kinds):
-        return True
+    # The argument checks run before the engine exists, the graphs' capture right after the KV
+    # cache is sized; the others count only before it was (an OOM at runtime is no failed start).
+    if ARGUMENT_REFUSALS.intersection(kinds) or "oom_graph_capture" in kinds:
+        return True  # refused before the KV cache, or while capturing graphs right after it
     return bool(START_UP_FAILURES.intersection(kinds)) and report["kv_cache_tokens"] is None
 
 

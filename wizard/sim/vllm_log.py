@@ -270,13 +270,15 @@ class VllmLog:
         if self.cpu:
             self.line("EngineCore", "INFO", "kv_cache_utils.py:2327", f"CPU {capacity}")
             return
-        self.line(
-            "Worker",
-            "INFO",
-            "gpu_worker.py:796",
-            f"Available KV cache memory: {resolved.kv_cache_gib:.2f} GiB",
-        )
+        self.kv_memory(resolved.kv_cache_gib)
         self.line("EngineCore", "INFO", "kv_cache_utils.py:1169", f"GPU {capacity}")
+
+    def kv_memory(self, gib: float) -> None:
+        """0.34 (GPU): the KV cache's share as the worker logs it before sizing the cache (negative
+        when the weights and the profile run's peak took more than the share)."""
+        self.line(
+            "Worker", "INFO", "gpu_worker.py:796", f"Available KV cache memory: {gib:.2f} GiB"
+        )
 
     def graphs_captured(self, seconds: float, gib: float) -> None:
         """``Graph capturing finished in N secs, took X GiB``."""
