@@ -79,7 +79,11 @@ ERRORS = (
         r".*To allow overriding this maximum")),
     ("tp_heads_indivisible", re.compile(r"must be divisible by tensor parallel size")),
     ("engine_init_failed", re.compile(r"Engine core initialization failed|EngineCore failed to start")),
-    ("engine_dead", re.compile(r"EngineCore encountered (?:a fatal error|an issue)")),
+    # The engine core died while serving (0.32's core.py, exceptions.py and core_client.py; 2025's
+    # "Engine core proc EngineCore_0 died unexpectedly, shutting down client.").
+    ("engine_dead", re.compile(
+        r"EngineCore encountered (?:a fatal error|an issue)|EngineDeadError"
+        r"|engine core exited unexpectedly|Engine core proc \S+ died unexpectedly")),
 )  # fmt: skip
 # Start-up timings: (field, pattern); ranks log their own line and the slowest rank is kept.
 TIMINGS = (
@@ -275,6 +279,7 @@ NEEDLES = (
     "out of memory", "OutOfMemoryError", "KV cache", "max seq len", "chat template",
     "is smaller than max_model_len", "must be divisible by", "Engine core initialization failed",
     "EngineCore failed to start", "cache blocks", "EngineCore encountered", "num_gpu_blocks_override",
+    "EngineDeadError", "exited unexpectedly", "died unexpectedly",
     "Warming up", "Starting vLLM", "Uvicorn running on", "Application startup complete",
     "must be greater than or equal to max_num_seqs", "User-specified max_model_len", "Capturing",
 )  # fmt: skip

@@ -235,6 +235,9 @@ class SimConfig:
     # divide, and its context limit, which --max-model-len must not pass (vLLM's ModelConfig).
     num_attention_heads: int = 32
     max_position_embeddings: int = 131072
+    # The engine core dies after admitting this many requests (a simulated fatal error while
+    # serving: vLLM's EngineDeadError); None: never.
+    die_after_requests: int | None = None
     # The model's vocabulary (Llama-3.1-8B's): vLLM's sampler warm-up holds float32 logits of
     # max_num_seqs x vocab_size during the profile run, which is what too many sequences exceed.
     vocab_size: int = 128256
@@ -522,6 +525,7 @@ def _check_positive(config: SimConfig) -> None:
         "pipeline_parallel_size": config.pipeline_parallel_size,
         "nodes": config.nodes,
         "api_server_count": config.api_server_count,
+        "die_after_requests": config.die_after_requests,
     }
     for name, value in checks.items():
         if value is not None and value < 1:

@@ -382,6 +382,19 @@ class VllmLog:
                 f"param={param!r}, code={code})",
             )  # fmt: skip
 
+    def engine_died(self) -> None:
+        """The engine core dying while serving (0.32's core.py and async_llm.py), as
+        --die-after-requests makes it: its fatal error, then the API server's EngineDeadError."""
+        for text in ("EngineCore encountered a fatal error.", "Traceback (most recent call last):",
+                     *_frame(_vllm("v1/engine/core.py"), 1503, "run_engine_core",
+                             "engine_core.run_busy_loop()"),
+                     "RuntimeError: the simulated engine core died (--die-after-requests)"):  # fmt: skip
+            self.line("EngineCore", "ERROR", "core.py:1512", text)
+        self.line("APIServer", "ERROR", "async_llm.py:703", "AsyncLLM output_handler failed.")
+        self.line("APIServer", "ERROR", "async_llm.py:703",
+                  "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+                  "See stack trace (above) for the root cause.")  # fmt: skip
+
     # -- failed starts -------------------------------------------------------------------------
 
     def fatal(self, message: str) -> None:
