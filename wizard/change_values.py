@@ -44,7 +44,8 @@ def current(facts: dict[str, Any], key: str) -> Known | None:
         "gpu_memory_utilization": ["vllmlog.gpu_memory_utilization"]
         + [f"{r}.server.gpu_memory_utilization" for r in ROUNDS],
         "max_model_len": ["endpoints.max_model_len", "vllmlog.max_model_len"],
-        "max_num_seqs": ["vllmlog.max_num_seqs"],
+        # The log's value, else vLLM's default for the log's device (vllm_defaults).
+        "max_num_seqs": ["vllmlog.max_num_seqs", "vllmlog.max_num_seqs_effective"],
         "max_num_batched_tokens": ["vllmlog.max_num_batched_tokens"],
         "chunked_prefill": ["vllmlog.chunked_prefill"],
         "enforce_eager": ["vllmlog.enforce_eager"],

@@ -158,17 +158,25 @@ def fewer_seqs(
 
 
 def more_seqs(facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]) -> Proposal:
-    """LAT013: room for every request that arrived together, if the KV cache holds them."""
+    """LAT013: room for every request that arrived together, if the KV cache holds them.
+
+    Today's value is the server's (its log, else vLLM's default for the log's device), never what
+    the round ran: the running count is capped by it, not the same thing.
+    """
     seqs = current(facts, "max_num_seqs")
     running = _fact(facts, "loaded.server.running_max")
     waiting = _fact(facts, "loaded.server.waiting_max")
-    if seqs is None and running:
-        seqs = Known(int(running), "loaded.server.running_max (the most that ran at once)")
     if seqs is None:
-        return _unknown(template, "max_num_seqs", "--max-num-seqs <higher than now>")
+        return _unknown(template, "the server's max_num_seqs (its log's arguments, or the release "
+                        "and device that set vLLM's default)",
+                        "--max-num-seqs <above today's value: read it in the log's non-default "
+                        "args, else vLLM's default for the GPU>")  # fmt: skip
     arrived = int((running or 0) + (waiting or 0))
     demand = round_demand(facts, "loaded")
-    wanted = max(arrived, demand[0] if demand else 0, int(seqs.value) * 2)
+    wanted = max(arrived, demand[0] if demand else 0)
+    if wanted <= int(seqs.value):
+        return _unknown(template, "a demand above today's max_num_seqs",
+                        f"--max-num-seqs <above {seqs.value}: the round never filled it>")  # fmt: skip
     tokens = current(facts, "kv_cache_tokens")
     if tokens is not None and demand is not None:
         fit = int(tokens.value) // demand[1]
@@ -179,9 +187,11 @@ def more_seqs(facts: dict[str, Any], answers: dict[str, Any], template: dict[str
                 "basis": f"{tokens.value} KV tokens hold only {fit} requests of {demand[1]} tokens",
             }  # fmt: skip
         wanted = min(wanted, fit)
+    source = _fact(facts, "vllmlog.max_num_seqs_from")
     return _vllm("max_num_seqs", seqs, wanted, (
         f"{arrived} requests were in the server at once ({running} running, {waiting} waiting) "
-        f"with max_num_seqs {seqs.value}"
+        f"and the round sent {demand[0] if demand else '?'} together, with max_num_seqs "
+        f"{seqs.value}" + (f" ({source})" if source and source != "the log" else "")
     ))  # fmt: skip
 
 

@@ -44,6 +44,7 @@ from wizard.probes.vllm_run import (
     only_args,
     seconds_between,
 )
+from wizard.vllm_defaults import configured_max_num_seqs
 from wizard.words import LANGS, say, texts, value_word
 
 MAX_STATS_PER_RUN = 1000
@@ -706,8 +707,11 @@ def walk_facts(report: dict[str, Any]) -> dict[str, Any]:
     ]
     if kv_lines:
         error_lines["kv_cache_too_small"] = min(kv_lines)
+    seqs, seqs_from = configured_max_num_seqs(report)
     facts.update(
         **_kv_per_token(report),
+        max_num_seqs_effective=seqs,
+        max_num_seqs_from=seqs_from,
         runs_count=report["runs_total"],
         error_kinds=kinds,
         error_lines=error_lines,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from wizard.errors import ConfigError
-from wizard.vllm_defaults import default_batch_limits
+from wizard.vllm_defaults import CPU_BATCH_DEFAULTS, default_batch_limits
 
 GIB = 1024**3
 
@@ -33,7 +33,6 @@ Device = Literal["cuda", "cpu"]
 # model with 1).
 CPU_BLOCK_SIZE = 128
 CUDA_BLOCK_SIZE = 64
-CPU_BATCH_DEFAULTS = (2048, 128)
 
 
 class StartupError(ConfigError):
