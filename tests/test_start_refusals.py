@@ -52,34 +52,30 @@ def test_an_argument_refusal_is_its_own_cause_and_its_change_starts(
     )
 
 
-def test_no_memory_for_the_kv_cache_raises_the_share_by_what_one_request_needs(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("flags", "earlier_start", "code", "before", "after"),
+    [
+        # 0.2 of 80 GiB leaves nothing after 15 GiB of weights and the overhead (the log says
+        # -1.30 GiB); the KV bytes per token come from the server's earlier start in the same
+        # log: 0.23 holds one 8,192-token request.
+        (("--gpu-memory-utilization", "0.2"), True, "LAT038", "0.2", "0.23"),
+        # The refusal says 8 GiB is needed and 2.7 GiB was there: 5.31 GiB more of 80 is 0.32.
+        (("--gpu-memory-utilization", "0.25", "--max-model-len", "65536"), False, "LAT040",
+         "0.25", "0.32"),
+    ],
+)  # fmt: skip
+def test_a_kv_cache_short_on_a_gpu_gets_the_memory_it_lacks(
+    tmp_path: Path, flags: tuple[str, ...], earlier_start: bool, code: str, before: str, after: str
 ) -> None:
-    """0.2 of 80 GiB leaves nothing after 15 GiB of weights and the overhead (the log says -1.30
-    GiB); the KV bytes per token come from the server's earlier start in the same log, the
-    device's memory from the GPU host's evidence: 0.23 holds one 8,192-token request."""
-    log = tmp_path / "vllm.log"
-    earlier = start_sim(tmp_path, "--log-file", str(log), "--port", "0")
-    earlier.stop()
-    low = ("--gpu-memory-utilization", "0.2")
-    events = fix_and_walk(tmp_path, low, low, "LAT038", host_evidence=tmp_path / "host")
-    change = found_and_changed(events, "LAT038")
+    """The utilization raised by what the log says is missing, on the device's memory from the
+    GPU host's evidence (nvidia-smi): the simulator starts with it."""
+    if earlier_start:
+        earlier = start_sim(tmp_path, "--log-file", str(tmp_path / "vllm.log"), "--port", "0")
+        earlier.stop()
+    events = fix_and_walk(tmp_path, flags, flags, code, host_evidence=tmp_path / "host")
+    change = found_and_changed(events, code)
     assert (change["parameter"], change["before"], change["after"]) == (
-        "gpu_memory_utilization", "0.2", "0.23",
+        "gpu_memory_utilization", before, after,
     )  # fmt: skip
     [verdict] = verdicts(events)
-    assert (verdict["code"], verdict["verdict"]) == ("LAT038", "cause gone")
-
-
-def test_a_kv_cache_short_of_one_request_on_a_gpu_gets_the_memory_it_lacks(
-    tmp_path: Path,
-) -> None:
-    """The refusal says 8 GiB is needed and 2.7 GiB was there; 5.31 GiB more of 80 is 0.32."""
-    short = ("--gpu-memory-utilization", "0.25", "--max-model-len", "65536")
-    events = fix_and_walk(tmp_path, short, short, "LAT040", host_evidence=tmp_path / "host")
-    change = found_and_changed(events, "LAT040")
-    assert (change["parameter"], change["before"], change["after"]) == (
-        "gpu_memory_utilization", "0.25", "0.32",
-    )  # fmt: skip
-    [verdict] = verdicts(events)
-    assert (verdict["code"], verdict["verdict"]) == ("LAT040", "cause gone")
+    assert (verdict["code"], verdict["verdict"]) == (code, "cause gone")

@@ -18,6 +18,7 @@ import httpx
 from wizard.probes.measure_probe import ALL_FAILED
 from wizard.words import texts
 
+# vLLM answers /health at once (a dead engine: 503 at once); 5 s leaves a busy server room.
 HEALTH_TIMEOUT_S = 5.0
 
 
