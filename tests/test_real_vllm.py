@@ -32,7 +32,7 @@ FAULT_CAUSES = {
     "queue_saturation", "kv_cache_preemption", "kv_cache_too_small_for_max_model_len",
     "chunked_prefill_budget", "chat_template_missing", "auth_failure", "proxy_buffering",
     "proxy_gzip_buffering", "client_saturated", "cpu_cores_insufficient", "server_not_started",
-    "prefix_cache_off",
+    "prefix_cache_off", "batched_tokens_below_max_num_seqs",
 }  # fmt: skip
 
 
@@ -265,6 +265,26 @@ def test_chunked_prefill_refusal_gets_the_value_filled_in(
     )
     assert fixed.running, fixed.log()[-2000:]
     assert started_again(tmp_path, real_vllm, fixed, "LAT014")  # the start proves the change
+
+
+@pytest.mark.real_vllm("seqs_above_budget")
+def test_a_budget_below_max_num_seqs_is_its_own_refusal_and_the_raised_budget_starts(
+    real_vllm: RealVllm, real_vllm_pool: RealVllmPool, tmp_path: Path
+) -> None:
+    """Issue #26: once only LAT045's "the engine failed to start", with no change."""
+    assert not real_vllm.running
+    loaded = walk(tmp_path, real_vllm)
+    assert causes(loaded) == {"batched_tokens_below_max_num_seqs"}
+    change = change_of(loaded, "LAT036")
+    assert (change["parameter"], change["before"], change["after"]) == (
+        "max_num_batched_tokens", 64, 128,
+    )  # fmt: skip
+    fixed = real_vllm_pool.start(
+        "seqs-above-budget-fixed",
+        args=("--max-num-batched-tokens", str(change["after"]), "--max-num-seqs", "128"),
+    )
+    assert fixed.running, fixed.log()[-2000:]
+    assert started_again(tmp_path, real_vllm, fixed, "LAT036")  # the start proves the change
 
 
 @pytest.mark.real_vllm("no_template_key")

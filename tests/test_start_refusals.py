@@ -79,3 +79,38 @@ def test_a_kv_cache_short_on_a_gpu_gets_the_memory_it_lacks(
     )  # fmt: skip
     [verdict] = verdicts(events)
     assert (verdict["code"], verdict["verdict"]) == (code, "cause gone")
+
+
+REAL_LOGS = Path(__file__).parent / "fixtures" / "vllm-log"
+
+
+@pytest.mark.parametrize(
+    ("log", "code", "parameter", "before", "after"),
+    [
+        # Recorded from the real vLLM 0.32 CPU build (the tiny model of the real tier: 4 attention
+        # heads, max_position_embeddings 4096), each refused by pydantic in the API server.
+        ("real-0.32-seqs-above-budget", "LAT036", "max_num_batched_tokens", 64, 128),
+        ("real-0.32-model-len-above-model", "LAT037", "max_model_len", 8192, 4096),
+        ("real-0.32-tp3", "LAT033", "tensor_parallel_size", 3, 2),
+    ],
+)  # fmt: skip
+def test_real_032_refusals_are_read_as_their_own_cause_with_a_value_vllm_accepts(
+    log: str, code: str, parameter: str, before: int, after: int
+) -> None:
+    from wizard import conditions, playbook
+    from wizard.changes import propose, refusals, server_config
+    from wizard.probes.vllm_log import read_text, walk_facts
+
+    with (REAL_LOGS / f"{log}.log").open() as handle:
+        facts = {"vllmlog": walk_facts(read_text(handle)), "endpoints": {"health_status": None}}
+    book = playbook.load()
+    raised = {
+        rule.finding
+        for rule in book.nodes["startup.failed"].rules
+        if conditions.evaluate(rule.when, facts, {})
+    }
+    assert raised == {code}, raised
+    change = propose(book.findings[code].change, facts, {})
+    assert change is not None and "not_applicable" not in change, change
+    assert (change["parameter"], change["before"], change["after"]) == (parameter, before, after)
+    assert refusals({**server_config(facts), parameter: after}) == []
