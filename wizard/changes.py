@@ -188,11 +188,16 @@ def more_seqs(facts: dict[str, Any], answers: dict[str, Any], template: dict[str
             }  # fmt: skip
         wanted = min(wanted, fit)
     source = _fact(facts, "vllmlog.max_num_seqs_from")
-    return _vllm("max_num_seqs", seqs, wanted, (
-        f"{arrived} requests were in the server at once ({running} running, {waiting} waiting) "
-        f"and the round sent {demand[0] if demand else '?'} together, with max_num_seqs "
-        f"{seqs.value}" + (f" ({source})" if source and source != "the log" else "")
-    ))  # fmt: skip
+    seen = (
+        f"{arrived} requests were in the server at once ({running} running, {waiting} waiting)"
+        if running is not None
+        else "the server's stats are off (no running count)"
+    )
+    sent = f"the round sent {demand[0]} together" if demand else "the round's streams are unknown"
+    limit = f"max_num_seqs {seqs.value}" + (
+        f" ({source})" if source and source != "the log" else ""
+    )  # fmt: skip
+    return _vllm("max_num_seqs", seqs, wanted, f"{seen}; {sent}, against {limit}")
 
 
 def _budget(facts: dict[str, Any]) -> Known | None:

@@ -125,6 +125,8 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         "url": url,
         "model": model,
         "spec": asdict(spec),
+        # What the KV cache must hold for the round: every stream's prompt and output at once.
+        "demand_tokens": spec.concurrency * (spec.input_tokens + spec.output_tokens),
         "fingerprint": spec.fingerprint(),
         "steady": steady,
         # Prompt words a prefix cache may have served are not counted.
