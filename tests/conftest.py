@@ -182,6 +182,8 @@ REAL_CONFIGS: dict[str, dict[str, Any]] = {
     # 16 blocks hold 2,048 tokens; one max_model_len request needs 2048/128 + 1: start fails.
     "override16": {"args": ("--num-gpu-blocks-override", "16")},
     "chunked_off": {"args": ("--no-enable-chunked-prefill", "--max-num-batched-tokens", "512")},
+    # Both set by hand, the budget below max_num_seqs: SchedulerConfig refuses it (issue #26).
+    "seqs_above_budget": {"args": ("--max-num-batched-tokens", "64", "--max-num-seqs", "128")},
     "no_template_key": {"chat_template": False, "api_key": REAL_API_KEY},
     # The CPU build takes the flag: cache_config_info says enable_prefix_caching="False".
     "prefix_off": {"args": ("--no-enable-prefix-caching",)},

@@ -32,7 +32,7 @@ FAULT_CAUSES = {
     "queue_saturation", "kv_cache_preemption", "kv_cache_too_small_for_max_model_len",
     "chunked_prefill_budget", "chat_template_missing", "auth_failure", "proxy_buffering",
     "proxy_gzip_buffering", "client_saturated", "cpu_cores_insufficient", "server_not_started",
-    "prefix_cache_off",
+    "prefix_cache_off", "batched_tokens_below_max_num_seqs",
 }  # fmt: skip
 
 
@@ -247,24 +247,36 @@ def test_cache_too_small_to_start_gets_the_logs_estimate(
     assert started_again(tmp_path, real_vllm, fixed, "LAT040")  # the start proves the change
 
 
-@pytest.mark.real_vllm("chunked_off")
-def test_chunked_prefill_refusal_gets_the_value_filled_in(
-    real_vllm: RealVllm, real_vllm_pool: RealVllmPool, tmp_path: Path
-) -> None:
+@pytest.mark.parametrize(
+    ("code", "cause", "before", "after", "fixed"),
+    [
+        # Chunked prefill off with a budget below max_model_len: the budget raised to it.
+        pytest.param("LAT014", "chunked_prefill_budget", 512, MAX_MODEL_LEN,
+                     ("--no-enable-chunked-prefill", "--max-num-batched-tokens", "{after}"),
+                     marks=pytest.mark.real_vllm("chunked_off"), id="chunked_off"),
+        # Issue #26: a budget below max_num_seqs was only LAT045's "the engine failed to start".
+        pytest.param("LAT036", "batched_tokens_below_max_num_seqs", 64, 128,
+                     ("--max-num-batched-tokens", "{after}", "--max-num-seqs", "128"),
+                     marks=pytest.mark.real_vllm("seqs_above_budget"), id="seqs_above_budget"),
+    ],
+)  # fmt: skip
+def test_a_refused_start_gets_its_own_cause_and_the_value_filled_in_starts(
+    real_vllm: RealVllm, real_vllm_pool: RealVllmPool, tmp_path: Path, code: str, cause: str,
+    before: int, after: int, fixed: tuple[str, ...],
+) -> None:  # fmt: skip
     assert not real_vllm.running
     loaded = walk(tmp_path, real_vllm)
-    assert "chunked_prefill_budget" in causes(loaded)
-    change = change_of(loaded, "LAT014")
+    assert cause in causes(loaded) and "server_not_started" not in causes(loaded)
+    change = change_of(loaded, code)
     assert change["parameter"] == "max_num_batched_tokens"
-    assert change["before"] == 512 and change["after"] == MAX_MODEL_LEN
+    assert change["before"] == before and change["after"] == after
     assert "<" not in change["apply"]
 
-    fixed = real_vllm_pool.start(
-        "chunked-off-fixed",
-        args=("--no-enable-chunked-prefill", "--max-num-batched-tokens", str(change["after"])),
+    started = real_vllm_pool.start(
+        f"{real_vllm.name}-fixed", args=tuple(a.format(after=after) for a in fixed)
     )
-    assert fixed.running, fixed.log()[-2000:]
-    assert started_again(tmp_path, real_vllm, fixed, "LAT014")  # the start proves the change
+    assert started.running, started.log()[-2000:]
+    assert started_again(tmp_path, real_vllm, started, code)  # the start proves the change
 
 
 @pytest.mark.real_vllm("no_template_key")

@@ -192,6 +192,14 @@ def test_resolve_applies_vllm_defaults() -> None:
     )
 
 
+def test_an_unset_max_num_seqs_is_lowered_to_a_small_budget_not_refused() -> None:
+    """vLLM lowers a default max_num_seqs to the budget (0.32's EngineArgs); only both set by
+    hand are refused: the real tier's `--max-num-batched-tokens 64` starts."""
+    assert resolve(SimConfig(max_num_batched_tokens=64)).max_num_seqs == 64
+    cpu = resolve(SimConfig(device="cpu", max_num_batched_tokens=64, max_model_len=2048))
+    assert (cpu.max_num_seqs, cpu.max_num_batched_tokens) == (64, 64)
+
+
 @pytest.mark.parametrize(
     ("config", "message"),
     [
@@ -204,6 +212,12 @@ def test_resolve_applies_vllm_defaults() -> None:
         (SimConfig(num_gpu_blocks=10, block_size=16),
          "To serve at least one request with the model's max seq len (8192)"),
         (SimConfig(gpu_memory_utilization=0.2), "No available memory for the cache blocks."),
+        (SimConfig(tensor_parallel_size=3),
+         "Total number of attention heads (32) must be divisible by tensor parallel size (3)."),
+        (SimConfig(max_model_len=200000),
+         "User-specified max_model_len (200000) is greater than the derived max_model_len "
+         "(max_position_embeddings=131072 or model_max_length=None in model's config.json). To "
+         "allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1."),
         (SimConfig(max_num_seqs=0), "max_num_seqs must be at least 1, got 0."),
         (SimConfig(gpu_memory_utilization=1.5), "gpu_memory_utilization must be in (0, 1]"),
     ],

@@ -60,19 +60,23 @@ class StopAtBaseline(ScriptedOperator):
 
 def fix_and_walk(
     tmp_path: Path, refused: tuple[str, ...], fixed: tuple[str, ...], code: str,
-    fixed_log: Path | None = None,
+    fixed_log: Path | None = None, host_evidence: Path | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """Refuse to start, walk, apply ``code``'s change by starting the fixed server; the events."""
+    """Refuse to start, walk, apply ``code``'s change by starting the fixed server; the events.
+    With ``host_evidence`` the refused simulator writes the GPU host's files there."""
     port, log = free_port(), tmp_path / "vllm.log"
-    refused_start(port, log, *refused)
+    evidence = ("--host-evidence", str(host_evidence)) if host_evidence else ()
+    refused_start(port, log, *refused, *evidence)
     return walk_events(
-        tmp_path, port, log, Restarter(tmp_path, port, fixed_log or log, fixed), code
-    )
+        tmp_path, port, log, Restarter(tmp_path, port, fixed_log or log, fixed), code,
+        host_evidence=host_evidence,
+    )  # fmt: skip
 
 
 def walk_events(
     tmp_path: Path, port: int, log: Path, restarter: Restarter, code: str,
     book: playbook.Playbook | None = None, start: str | None = None,
+    host_evidence: Path | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Walk (from ``start``, its log read first) to the baseline's first question or the end,
     ``restarter`` applying ``code``'s change; the events."""
@@ -86,7 +90,8 @@ def walk_events(
         transcript.Redactor([]),
     )  # fmt: skip
     operator = StopAtBaseline({code: "apply", "restarted": True}, restarter)
-    ctx = ProbeContext(target=target, vllm_log=str(log))
+    ctx = ProbeContext(target=target, vllm_log=str(log),
+                       host_evidence=str(host_evidence) if host_evidence else None)  # fmt: skip
     session = Session(book, ctx, operator, writer)
     try:
         if start is None:

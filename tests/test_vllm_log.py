@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import wizard_command
-from wizard.probes.vllm_log import ERRORS, read_lines
+from wizard.probes.vllm_log import ERRORS, read_lines, read_text
 
 V0_2024 = """\
 INFO 07-08 07:17:02 llm_engine.py:169] Initializing an LLM engine (v0.5.1) with config: model='meta-llama/Meta-Llama-3-8B-Instruct', speculative_config=None, tokenizer='meta-llama/Meta-Llama-3-8B-Instruct', dtype=torch.bfloat16, max_seq_len=8192, download_dir=None, load_format=LoadFormat.AUTO, tensor_parallel_size=2, pipeline_parallel_size=1, disable_custom_all_reduce=False, quantization=None, enforce_eager=False, kv_cache_dtype=auto, seed=0)
@@ -612,3 +612,60 @@ def test_the_block_reader_reads_as_line_by_line(case: str) -> None:
     assert shows(by_lines), case
     for block_chars in (1, 2, 3, 17, 64, 100_000):
         assert read_text(io.StringIO(text), block_chars) == by_lines, (case, block_chars)
+
+
+def test_each_refusal_gives_its_own_numbers() -> None:
+    """The refusals' messages carry what the change is computed from (vLLM 0.32's wording)."""
+    from wizard.probes.vllm_log import walk_facts
+
+    def facts(line: str) -> dict[str, Any]:
+        return walk_facts(parse("(APIServer pid=1) ERROR 12-02 10:00:00 [x.py:1] " + line + "\n"))
+
+    seqs = facts(
+        "ValueError: max_num_batched_tokens (64) must be greater than or equal to max_num_seqs (128)."
+    )
+    assert (seqs["max_num_batched_tokens"], seqs["max_num_seqs"], seqs["startup_failed"]) == (
+        64,
+        128,
+        True,
+    )
+    heads = facts(
+        "ValueError: Total number of attention heads (64) must be divisible by tensor parallel size (6)."
+    )
+    assert (heads["num_attention_heads"], heads["tensor_parallel_size"]) == (64, 6)
+    model = facts(
+        "ValueError: User-specified max_model_len (8192) is greater than the derived max_model_len "
+        "(max_position_embeddings=4096 or model_max_length=None in model's config.json). To allow "
+        "overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1."
+    )
+    assert (model["max_model_len"], model["derived_max_model_len"]) == (8192, 4096)
+    kv = facts(
+        "ValueError: To serve at least one request with the model's max seq len (131072), (16.00 GiB KV "
+        "cache is needed, which is larger than the available KV cache memory (9.50 GiB). Based on the "
+        "available memory, the estimated maximum model length is 77824."
+    )
+    assert (kv["kv_needed_gib"], kv["kv_cache_memory_gib"], kv["estimated_max_model_len"]) == (
+        16.0,
+        9.5,
+        77824,
+    )
+    assert kv["kv_gib_per_token"] == 16.0 / 131072  # fmt: skip
+
+
+def test_an_oom_while_capturing_cuda_graphs_is_its_own_kind() -> None:
+    """A 2025 V1 log (0.8.5, tensor parallel): the KV cache was sized, then a rank ran out of
+    memory in the capture's progress bar: not the profile run's OOM (LAT043) but LAT039's."""
+    from wizard.probes.vllm_log import walk_facts
+
+    with (
+        Path(__file__).parent / "fixtures" / "vllm-log" / "graph-capture-oom-2025.log"
+    ).open() as handle:
+        facts = walk_facts(read_text(handle))
+    assert facts["error_kinds"] == ["oom_graph_capture", "engine_init_failed", "engine_init_failed"]
+    assert facts["startup_failed"] is True and facts["kv_cache_tokens"] == 48560
+    assert (facts["oom_requested_gib"], facts["oom_free_gib"]) == (0.875, 0.5)
+    assert (facts["device_memory_gib"], facts["gpu_memory_utilization"]) == (79.19, 0.95)
+    assert facts["model_memory_gib"] == 65.7201
+    # An OOM with no capture before it is the plain kind.
+    assert [e["kind"] for e in parse(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")["errors"]] == ["oom"]  # fmt: skip

@@ -13,65 +13,22 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from wizard import conditions, vllm_versions
+from wizard import vllm_versions
+from wizard.change_values import (
+    ROUNDS,
+    Computer,
+    Known,
+    Proposal,
+    current,
+    round_demand,
+)
+from wizard.change_values import fact as _fact
+from wizard.change_values import unknown_change as _unknown
+from wizard.change_values import vllm_change as _vllm
+from wizard.refusal_changes import REFUSAL_COMPUTERS
 from wizard.vllm_defaults import SMALLEST_DEFAULT_BATCHED_TOKENS
-
-# Where the server's current engine configuration is read, most authoritative first: what the live
-# server reports about itself, then its log (the incident's run), then /v1/models.
-ROUNDS = ("loaded", "direct", "long", "proxy")
-
-
-@dataclass(frozen=True)
-class Known:
-    """One current value and where it came from (shown with the change)."""
-
-    value: Any
-    source: str
-
-
-def _fact(facts: dict[str, Any], path: str) -> Any:
-    found = conditions.lookup(facts, path)
-    return None if found is conditions.MISSING else found
-
-
-def current(facts: dict[str, Any], key: str) -> Known | None:
-    """The server's current value of an engine setting, with its source, or None when unknown."""
-    paths = {
-        "num_gpu_blocks": [f"{r}.server.num_gpu_blocks" for r in ROUNDS]
-        + ["vllmlog.num_gpu_blocks"],
-        "num_gpu_blocks_override": [f"{r}.server.num_gpu_blocks_override" for r in ROUNDS]
-        + ["vllmlog.num_gpu_blocks_override"],
-        "block_size": [f"{r}.server.block_size" for r in ROUNDS] + ["vllmlog.block_size"],
-        "kv_cache_tokens": [f"{r}.server.kv_cache_tokens" for r in ROUNDS]
-        + ["vllmlog.kv_cache_tokens"],
-        "gpu_memory_utilization": ["vllmlog.gpu_memory_utilization"]
-        + [f"{r}.server.gpu_memory_utilization" for r in ROUNDS],
-        "max_model_len": ["endpoints.max_model_len", "vllmlog.max_model_len"],
-        "max_num_seqs": ["vllmlog.max_num_seqs"],
-        "max_num_batched_tokens": ["vllmlog.max_num_batched_tokens"],
-        "chunked_prefill": ["vllmlog.chunked_prefill"],
-        "enforce_eager": ["vllmlog.enforce_eager"],
-        "api_server_count": ["vllmlog.api_server_count"],
-        "estimated_max_model_len": ["vllmlog.estimated_max_model_len"],
-        "kv_cache_device": ["vllmlog.kv_cache_device"],
-    }[key]
-    for path in paths:
-        value = _fact(facts, path)
-        if value is not None:
-            return Known(value, path)
-    return None
-
-
-def round_demand(facts: dict[str, Any], round_as: str) -> tuple[int, int] | None:
-    """(concurrency, tokens per request) of a measured round: what the KV cache must hold."""
-    spec = _fact(facts, f"{round_as}.spec")
-    if not isinstance(spec, dict):
-        return None
-    return int(spec["concurrency"]), int(spec["input_tokens"]) + int(spec["output_tokens"])
 
 
 def refusals(config: dict[str, Any]) -> list[str]:
@@ -94,6 +51,12 @@ def refusals(config: dict[str, Any]) -> list[str]:
     estimated = config.get("estimated_max_model_len")
     if estimated and mml and mml > estimated:
         problems.append(f"max_model_len {mml} is above the KV cache's estimate {estimated}")
+    derived = config.get("derived_max_model_len")
+    if derived and mml and mml > derived:
+        problems.append(f"max_model_len {mml} is above the model's {derived}")
+    heads, tp = config.get("num_attention_heads"), config.get("tensor_parallel_size")
+    if heads and tp and heads % tp:
+        problems.append(f"{heads} attention heads do not divide by tensor_parallel_size {tp}")
     utilization = config.get("gpu_memory_utilization")
     if utilization is not None and not 0 < utilization <= 1:
         problems.append(f"gpu_memory_utilization {utilization} outside (0, 1]")
@@ -105,38 +68,14 @@ def refusals(config: dict[str, Any]) -> list[str]:
 def server_config(facts: dict[str, Any]) -> dict[str, Any]:
     """Every current engine value the walk knows (for the start-up check of a proposed change)."""
     keys = ("max_model_len", "max_num_batched_tokens", "max_num_seqs", "chunked_prefill",
-            "num_gpu_blocks", "block_size", "gpu_memory_utilization")  # fmt: skip
+            "num_gpu_blocks", "block_size", "gpu_memory_utilization", "derived_max_model_len",
+            "num_attention_heads", "tensor_parallel_size")  # fmt: skip
     known = {key: current(facts, key) for key in keys}
     return {key: k.value for key, k in known.items() if k is not None}
 
 
 # A change's parameter (vLLM's name) under the key ``refusals`` and ``server_config`` use.
 CONFIG_KEYS = {"enable_chunked_prefill": "chunked_prefill"}
-
-Proposal = dict[str, Any]
-Computer = Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], Proposal]
-
-
-def _flag(parameter: str) -> str:
-    return "--" + parameter.replace("_", "-")
-
-
-def _vllm(parameter: str, before: Known | None, after: Any, basis: str) -> Proposal:
-    return {
-        "layer": "vllm", "parameter": parameter,
-        "before": None if before is None else before.value,
-        "before_from": None if before is None else before.source,
-        "after": after, "apply": f"{_flag(parameter)} {after}", "basis": basis,
-    }  # fmt: skip
-
-
-def _unknown(template: dict[str, Any], missing: str, how: str) -> Proposal:
-    """A lever whose value cannot be computed: say what to read, never guess a number."""
-    return {
-        "layer": template["layer"], "parameter": template["parameter"], "before": None,
-        "after": None, "apply": how, "basis": f"not computed: {missing} is unknown",
-        "direction": template.get("direction"),
-    }  # fmt: skip
 
 
 def kv_room(facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]) -> Proposal:
@@ -219,17 +158,25 @@ def fewer_seqs(
 
 
 def more_seqs(facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]) -> Proposal:
-    """LAT013: room for every request that arrived together, if the KV cache holds them."""
+    """LAT013: room for every request that arrived together, if the KV cache holds them.
+
+    Today's value is the server's (its log, else vLLM's default for the log's device), never what
+    the round ran: the running count is capped by it, not the same thing.
+    """
     seqs = current(facts, "max_num_seqs")
     running = _fact(facts, "loaded.server.running_max")
     waiting = _fact(facts, "loaded.server.waiting_max")
-    if seqs is None and running:
-        seqs = Known(int(running), "loaded.server.running_max (the most that ran at once)")
     if seqs is None:
-        return _unknown(template, "max_num_seqs", "--max-num-seqs <higher than now>")
+        return _unknown(template, "the server's max_num_seqs (its log's arguments, or the release "
+                        "and device that set vLLM's default)",
+                        "--max-num-seqs <above today's value: read it in the log's non-default "
+                        "args, else vLLM's default for the GPU>")  # fmt: skip
     arrived = int((running or 0) + (waiting or 0))
     demand = round_demand(facts, "loaded")
-    wanted = max(arrived, demand[0] if demand else 0, int(seqs.value) * 2)
+    wanted = max(arrived, demand[0] if demand else 0)
+    if wanted <= int(seqs.value):
+        return _unknown(template, "a demand above today's max_num_seqs",
+                        f"--max-num-seqs <above {seqs.value}: the round never filled it>")  # fmt: skip
     tokens = current(facts, "kv_cache_tokens")
     if tokens is not None and demand is not None:
         fit = int(tokens.value) // demand[1]
@@ -240,10 +187,17 @@ def more_seqs(facts: dict[str, Any], answers: dict[str, Any], template: dict[str
                 "basis": f"{tokens.value} KV tokens hold only {fit} requests of {demand[1]} tokens",
             }  # fmt: skip
         wanted = min(wanted, fit)
-    return _vllm("max_num_seqs", seqs, wanted, (
-        f"{arrived} requests were in the server at once ({running} running, {waiting} waiting) "
-        f"with max_num_seqs {seqs.value}"
-    ))  # fmt: skip
+    source = _fact(facts, "vllmlog.max_num_seqs_from")
+    seen = (
+        f"{arrived} requests were in the server at once ({running} running, {waiting} waiting)"
+        if running is not None
+        else "the server's stats are off (no running count)"
+    )
+    sent = f"the round sent {demand[0]} together" if demand else "the round's streams are unknown"
+    limit = f"max_num_seqs {seqs.value}" + (
+        f" ({source})" if source and source != "the log" else ""
+    )  # fmt: skip
+    return _vllm("max_num_seqs", seqs, wanted, f"{seen}; {sent}, against {limit}")
 
 
 def _budget(facts: dict[str, Any]) -> Known | None:
@@ -440,27 +394,6 @@ def parallel_layout(
         "apply": f"--tensor-parallel-size {after_tp} --pipeline-parallel-size {after_pp}",
         "basis": basis,
     }  # fmt: skip
-
-
-def model_len_that_fits(
-    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
-) -> Proposal:
-    """LAT040: the max_model_len vLLM itself estimated the KV cache can hold."""
-    estimated = current(facts, "estimated_max_model_len")
-    mml = current(facts, "max_model_len")
-    if estimated is not None:
-        return _vllm("max_model_len", mml, int(estimated.value), (
-            f"the log says the KV cache holds at most {estimated.value} tokens per request"
-        ))  # fmt: skip
-    tokens, block = current(facts, "kv_cache_tokens"), current(facts, "block_size")
-    if tokens is not None and block is not None:
-        after = int(tokens.value) - int(block.value)
-        return _vllm("max_model_len", mml, after, (
-            f"{tokens.value} KV tokens less one block of {block.value}"
-        ))  # fmt: skip
-    if mml is not None:
-        return _vllm("max_model_len", mml, int(mml.value) // 2, f"half of {mml.value}")
-    return _unknown(template, "max_model_len", "--max-model-len <below the log's estimate>")
 
 
 def read_timeout(
@@ -744,7 +677,7 @@ def smaller_constraint(
 COMPUTERS: dict[str, Computer] = {
     "kv_room": kv_room, "fewer_seqs": fewer_seqs, "more_seqs": more_seqs,
     "smaller_budget": smaller_budget, "larger_budget": larger_budget,
-    "budget_to_model_len": budget_to_model_len, "model_len_that_fits": model_len_that_fits,
+    "budget_to_model_len": budget_to_model_len,
     "read_timeout": read_timeout, "buffering_off": buffering_off,
     "gzip_without_event_stream": gzip_without_event_stream,
     "lower_client_concurrency": lower_client_concurrency, "prefix_caching_on": prefix_caching_on,
@@ -753,6 +686,7 @@ COMPUTERS: dict[str, Computer] = {
     "more_api_servers": more_api_servers, "smaller_constraint": smaller_constraint,
     "context_the_bandwidth_serves": context_the_bandwidth_serves,
     "varying_part_to_end": varying_part_to_end,
+    **REFUSAL_COMPUTERS,
 }  # fmt: skip
 
 

@@ -17,6 +17,8 @@ CAUSES = frozenset({
     "balancer_unbalanced", "balancer_sticky", "replica_config_differs", "api_server_cpu_saturated",
     "structured_output_overhead",
     "long_context_decode_bound", "prefix_cache_defeated_by_shape",
+    "batched_tokens_below_max_num_seqs", "max_model_len_above_model", "tp_heads_indivisible",
+    "kv_cache_no_memory", "cuda_graph_capture_oom",
 })  # fmt: skip
 
 SEVERITIES = ("info", "warn", "fail")

@@ -420,6 +420,10 @@ WORDS: dict[str, dict[str, str]] = {
     "decide.restarted": {"en": "Did the server restart (the next requests are cold)?",
                          "zh": "服务重启了吗（接下来的请求是冷启动）？"},
     # the closing audit's details (audit.probe), quoted by LAT090-093's evidence
+    "serving.dead_in_log": {"en": "the vLLM log reports the engine dead at line {line}, after the server had started; /health answers {health} now",
+                            "zh": "vLLM 日志在第 {line} 行报告引擎已崩溃（服务启动之后）；/health 现在返回 {health}"},
+    "serving.dead_by_requests": {"en": "every request of {rounds} failed after the server had answered /health 200 at the start; /health answers {health} now",
+                                 "zh": "服务启动时 /health 返回 200，之后 {rounds} 的每个请求都失败了；/health 现在返回 {health}"},
     "audit.cold_steady_mixed": {"en": "measured right after a restart with no warm-up: {rounds}",
                                 "zh": "重启后未预热就测量：{rounds}"},
     "audit.multiple_changes": {"en": "changed without a measurement in between: {changes}",

@@ -788,6 +788,19 @@ examples:
     "sim.kv_bytes_per_token": {
         "en": "KV-cache bytes per token of the simulated model (default 131072, Llama-3.1-8B in bf16)",
         "zh": "模拟模型每个 token 的 KV 缓存字节数（默认 131072，即 bf16 的 Llama-3.1-8B）"},
+    "sim.num_attention_heads": {
+        "en": "attention heads of the simulated model (default 32, Llama-3.1-8B): vLLM refuses a "
+              "--tensor-parallel-size that does not divide them",
+        "zh": "模拟模型的注意力头数（默认 32，即 Llama-3.1-8B）：vLLM 拒绝不能整除它的 --tensor-parallel-size"},
+    "sim.max_position_embeddings": {
+        "en": "the simulated model's own context limit, its config.json's max_position_embeddings "
+              "(default 131072, Llama-3.1-8B): vLLM refuses a --max-model-len above it",
+        "zh": "模拟模型自身的上下文上限，即其 config.json 的 max_position_embeddings（默认 131072，即 Llama-3.1-8B）："
+              "vLLM 拒绝超过它的 --max-model-len"},
+    "sim.die_after_requests": {
+        "en": "the engine core dies after admitting N requests, as vLLM's does on a fatal error "
+              "while serving (EngineDeadError: HTTP 500, /health 503, its lines in the log)",
+        "zh": "引擎核心在接收 N 个请求后崩溃，与 vLLM 服务中遇到致命错误时相同（EngineDeadError：HTTP 500、/health 返回 503、日志中有对应的行）"},
     "sim.cpu_kvcache_space_gib": {"en": "--device cpu: GiB of KV cache, vLLM's VLLM_CPU_KVCACHE_SPACE (default 4)",
                                   "zh": "--device cpu：KV 缓存的 GiB 数，即 vLLM 的 VLLM_CPU_KVCACHE_SPACE（默认 4）"},
     "sim.api_server_count": {

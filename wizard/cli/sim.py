@@ -30,6 +30,9 @@ VALUE_FLAGS: tuple[tuple[tuple[str, ...], str, type], ...] = (
     (("--gpu-memory-bandwidth",), "gpu_memory_bandwidth_gbps", float),
     (("--nodes",), "nodes", int),
     (("--kv-bytes-per-token",), "kv_bytes_per_token", int),
+    (("--num-attention-heads",), "num_attention_heads", int),
+    (("--max-position-embeddings",), "max_position_embeddings", int),
+    (("--die-after-requests",), "die_after_requests", int),
     (("--cpu-kvcache-space",), "cpu_kvcache_space_gib", float),
     (("--api-server-count",), "api_server_count", int),
     (("--log-stats-interval",), "log_stats_interval_s", float),
@@ -101,6 +104,8 @@ NOT_VLLM_ARGS = frozenset({"gpu_memory_gib", "nodes", "interconnect", "x_accel_b
                            "metrics_generation", "log_stats_interval_s", "chat_template", "device",
                            "completions_api",
                            "cpu_kvcache_space_gib", "kv_bytes_per_token",
+                           "num_attention_heads", "max_position_embeddings",
+                           "die_after_requests",
                            "gpu_memory_bandwidth_gbps", "weights_gib"})  # fmt: skip
 # vLLM's names for the simulator's destinations, where they differ.
 VLLM_ARG_NAMES = {"num_gpu_blocks": "num_gpu_blocks_override"}

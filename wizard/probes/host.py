@@ -76,7 +76,7 @@ class Host:
         # spans several such hosts.
         facts["gpu_host"] = (
             {"physical_cores": self.physical_cores, "gpus": visible or self.gpus,
-             "gpus_total": self.gpus}
+             "gpus_total": self.gpus, "gpu_memory_gib": self.gpu_memory_gib}
             if self.gpus and self.physical_cores
             else None
         )  # fmt: skip

@@ -40,6 +40,8 @@ DEFAULTS: dict[str, Any] = {
 # ``vary_part`` of a replayed body: its per-request part fresh in every request, where it stands
 # or moved after the prompt (the prefix cache then sees the request's own shape).
 VARY_PARTS = {"in_place": False, "at_end": True}
+# How a round none of whose requests succeeded is reported (engine_state reads it back).
+ALL_FAILED = "every request of this round failed"
 # The fewest words of its own a shared-prefix request keeps once its length is clamped.
 MIN_OWN_TOKENS = 64
 
@@ -100,7 +102,7 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         errors = result.to_dict()["steady"]["summary"]["errors"]
         first = next((s.error for s in result.samples if s.error), "no samples")
         counts = ", ".join(f"{kind} x{n}" for kind, n in errors.items())
-        raise WizardError(f"every request of this round failed ({counts}): {first}")
+        raise WizardError(f"{ALL_FAILED} ({counts}): {first}")
     spec = MeasurementSpec(
         model=model, endpoint=request.endpoint, input_tokens=request.input_tokens,
         output_tokens=request.max_tokens, concurrency=result.concurrency, access_path=url,
@@ -123,6 +125,8 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         "url": url,
         "model": model,
         "spec": asdict(spec),
+        # What the KV cache must hold for the round: every stream's prompt and output at once.
+        "demand_tokens": spec.concurrency * (spec.input_tokens + spec.output_tokens),
         "fingerprint": spec.fingerprint(),
         "steady": steady,
         # Prompt words a prefix cache may have served are not counted.

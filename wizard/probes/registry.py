@@ -17,5 +17,6 @@ PROBES: dict[str, str] = {
     "nginx-config": "wizard.probes.nginx_config:probe",
     "host": "wizard.probes.host:probe",
     "vllm-log": "wizard.probes.vllm_log:probe",
+    "engine-state": "wizard.probes.engine_state:probe",
     "request-shape": "wizard.probes.request_shape:probe",
 }

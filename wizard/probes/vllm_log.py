@@ -44,6 +44,7 @@ from wizard.probes.vllm_run import (
     only_args,
     seconds_between,
 )
+from wizard.vllm_defaults import configured_max_num_seqs
 from wizard.words import LANGS, say, texts, value_word
 
 MAX_STATS_PER_RUN = 1000
@@ -68,9 +69,22 @@ ERRORS = (
     ("no_kv_cache_memory", re.compile(r"No available memory for the cache blocks")),
     ("chat_template_missing", re.compile(r"default chat template is no longer allowed")),
     ("batched_tokens_below_max_model_len", re.compile(r"max_num_batched_tokens \(\d+\) is smaller than max_model_len")),
+    # vLLM's SchedulerConfig check (config/scheduler.py, verify_max_model_len): both set by hand.
+    ("batched_tokens_below_max_num_seqs", re.compile(
+        r"max_num_batched_tokens \(\d+\) must be greater than or equal to max_num_seqs")),
+    # ModelConfig (config/model.py): --max-model-len above what the model's config.json allows.
+    # The refusal says how to allow it; with VLLM_ALLOW_LONG_MAX_MODEL_LEN set the same sentence
+    # is a warning and the server starts.
+    ("max_model_len_exceeds_model", re.compile(
+        r"User-specified max_model_len \(\d+\) is greater than the derived max_model_len"
+        r".*To allow overriding this maximum")),
     ("tp_heads_indivisible", re.compile(r"must be divisible by tensor parallel size")),
     ("engine_init_failed", re.compile(r"Engine core initialization failed|EngineCore failed to start")),
-    ("engine_dead", re.compile(r"EngineCore encountered (?:a fatal error|an issue)")),
+    # The engine core died while serving (0.32's core.py, exceptions.py and core_client.py; 2025's
+    # "Engine core proc EngineCore_0 died unexpectedly, shutting down client.").
+    ("engine_dead", re.compile(
+        r"EngineCore encountered (?:a fatal error|an issue)|EngineDeadError"
+        r"|engine core exited unexpectedly|Engine core proc \S+ died unexpectedly")),
 )  # fmt: skip
 # Start-up timings: (field, pattern); ranks log their own line and the slowest rank is kept.
 TIMINGS = (
@@ -115,8 +129,15 @@ KV_SIZE = re.compile(rf"(?:\b(?P<device>[A-Z][A-Z0-9]*)(?: \+ host)? )?KV cache 
 # The KV cache's memory: 0.34 on GPU "Available KV cache memory: 12.5 GiB"; 0.32's CPU build
 # "Explicitly set (1.0/7.59) GiB for KV cache on node 0." (the space given / the node's free memory).
 KV_MEMORY = re.compile(
-    r"Available KV cache memory: ([\d.]+) GiB|Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache"
+    r"Available KV cache memory: (-?[\d.]+) GiB|Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache"
 )
+# The weights' memory (0.34 "Model loading took 15.0 GiB memory and 2.1 seconds"; older V1
+# "Model loading took 15.0102 GiB and 2.1 seconds"; V0 "... took 14.99 GB").
+MODEL_MEMORY = re.compile(r"Model loading took ([\d.]+) ?(Gi?B)")
+GRAPH_MEMORY = re.compile(r"Graph capturing finished in [\d.]+ secs?, took ([\d.]+) GiB")
+# CUDA-graph capture begins: V1's tqdm description ("Capturing CUDA graphs (mixed prefill-decode,
+# PIECEWISE)"), V0's "Capturing cudagraphs for decoding" and "Capturing the model for CUDA graphs".
+GRAPH_CAPTURE = re.compile(r"Capturing (?:CUDA graphs|cudagraphs|the model for CUDA graphs)")
 BLOCKS_OVERRIDE = re.compile(r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(\d+)")
 
 
@@ -200,7 +221,28 @@ ESTIMATED_LEN = re.compile(r"estimated maximum model length is (\d+)")
 BUDGET_ERROR = re.compile(
     r"max_num_batched_tokens \((\d+)\) is smaller than max_model_len \((\d+)\)"
 )
+SEQS_ERROR = re.compile(
+    r"max_num_batched_tokens \((\d+)\) must be greater than or equal to max_num_seqs \((\d+)\)"
+)
+MODEL_LEN_ERROR = re.compile(
+    r"User-specified max_model_len \((\d+)\) is greater than the derived max_model_len "
+    r"\(\w+=(\d+)(?:\.0)?\b"
+)
+HEADS_ERROR = re.compile(
+    r"attention heads \((\d+)\) must be divisible by tensor parallel size \((\d+)\)"
+)
 SEQ_LEN_ERROR = re.compile(r"max seq len \((\d+)\)")
+KV_NEEDED = re.compile(r"\(([\d.]+) GiB KV cache is needed, which is larger than the available KV "
+                       r"cache memory \((-?[\d.]+) GiB\)")  # fmt: skip
+# PyTorch's CUDA OOM: what it tried to allocate, and what the device had free (GiB or MiB).
+OOM_SIZES = re.compile(
+    r"Tried to allocate ([\d.]+) (GiB|MiB)\b.*? of which ([\d.]+) (GiB|MiB) is free"
+)
+
+
+def _gib(number: str, unit: str) -> float | None:
+    value = parse_float(number)
+    return None if value is None else value / 1024 if unit == "MiB" else value
 
 
 def _numbers_from_error(run: Run, line: str) -> None:
@@ -208,10 +250,25 @@ def _numbers_from_error(run: Run, line: str) -> None:
     if (match := BUDGET_ERROR.search(line)) is not None:
         run.max_num_batched_tokens = run.max_num_batched_tokens or parse_int(match.group(1))
         run.max_model_len = run.max_model_len or parse_int(match.group(2))
+    elif (match := SEQS_ERROR.search(line)) is not None:
+        run.max_num_batched_tokens = run.max_num_batched_tokens or parse_int(match.group(1))
+        run.max_num_seqs = run.max_num_seqs or parse_int(match.group(2))
+    elif (match := MODEL_LEN_ERROR.search(line)) is not None:
+        run.max_model_len = parse_int(match.group(1))
+        run.derived_max_model_len = parse_int(match.group(2))
+    elif (match := HEADS_ERROR.search(line)) is not None:
+        run.num_attention_heads = parse_int(match.group(1))
+        run.tensor_parallel_size = parse_int(match.group(2))
     elif (match := SEQ_LEN_ERROR.search(line)) is not None:
         run.max_model_len = run.max_model_len or parse_int(match.group(1))
         if (estimated := ESTIMATED_LEN.search(line)) is not None:
             run.estimated_max_model_len = parse_int(estimated.group(1))
+        if (kv := KV_NEEDED.search(line)) is not None:
+            run.kv_needed_gib = parse_float(kv.group(1))
+            run.kv_cache_memory_gib = parse_float(kv.group(2))
+    elif (match := OOM_SIZES.search(line)) is not None:
+        run.oom_requested_gib = _gib(match.group(1), match.group(2))
+        run.oom_free_gib = _gib(match.group(3), match.group(4))
 
 
 # Every pattern above needs one of these substrings; other lines (request logs, access logs,
@@ -223,7 +280,9 @@ NEEDLES = (
     "out of memory", "OutOfMemoryError", "KV cache", "max seq len", "chat template",
     "is smaller than max_model_len", "must be divisible by", "Engine core initialization failed",
     "EngineCore failed to start", "cache blocks", "EngineCore encountered", "num_gpu_blocks_override",
+    "EngineDeadError", "exited unexpectedly", "died unexpectedly",
     "Warming up", "Starting vLLM", "Uvicorn running on", "Application startup complete",
+    "must be greater than or equal to max_num_seqs", "User-specified max_model_len", "Capturing",
 )  # fmt: skip
 # Two rare start lines ("args: Namespace(", 0.32's banner "█ version") are looked for with
 # substring tests instead: in the alternation they slowed every line by a fifth.
@@ -311,6 +370,7 @@ class LogReader:
         self.line_number = 0
         self._last_stamp: str | None = None  # the current run's latest, while it starts
         self._warmup_began: str | None = None
+        self._capturing = False  # between the run's CUDA-graph capture and its end
         self._args = ArgsCollector()
 
     @property
@@ -373,7 +433,7 @@ class LogReader:
                 Run(started_at_line=at_line or self.line_number, first_timestamp=stamp)
             )
             self.runs_total += 1
-            self._last_stamp, self._warmup_began = stamp, None
+            self._last_stamp, self._warmup_began, self._capturing = stamp, None, False
 
     def _start(self, kind: str, line: str, at_line: int | None = None) -> Run:
         """A start line of ``kind``: the next run's when this run already started or had one."""
@@ -438,6 +498,15 @@ class LogReader:
             run.kv_cache_device = match.group("device") or run.kv_cache_device
         if (match := KV_MEMORY.search(line)) is not None:
             run.kv_cache_memory_gib = parse_float(match.group(1) or match.group(2))
+        if (match := MODEL_MEMORY.search(line)) is not None:
+            memory = parse_float(match.group(1))
+            # V0 printed GB (10**9 bytes); everything here is GiB.
+            run.model_memory_gib = memory if memory is None or match.group(2) == "GiB" else (
+                memory * 10**9 / 2**30)  # fmt: skip
+        if GRAPH_CAPTURE.search(line) is not None and run.graph_capture_s is None:
+            self._capturing = True
+        if (match := GRAPH_MEMORY.search(line)) is not None:
+            run.graph_memory_gib, self._capturing = parse_float(match.group(1)), False
         if (match := BLOCKS_OVERRIDE.search(line)) is not None:
             # The override replaces the profiled count: it is the number of blocks the engine gets.
             run.num_gpu_blocks_override = run.num_gpu_blocks = parse_int(match.group(1))
@@ -464,6 +533,8 @@ class LogReader:
                 run.startup_span_s = seconds_between(run.first_timestamp, run.ready_timestamp)
         for kind, pattern in ERRORS:
             if pattern.search(line):
+                if kind == "oom" and self._capturing:  # the graphs' memory is what ran out
+                    kind = "oom_graph_capture"
                 run.errors.append({"kind": kind, "line": self.line_number})
                 _numbers_from_error(run, line)
                 break
@@ -610,7 +681,12 @@ def read_text(handle: TextIO, block_chars: int = BLOCK_CHARS) -> dict[str, Any]:
 # Errors after which the server never came up: the walk explains them instead of measuring.
 START_UP_FAILURES = frozenset({
     "max_seq_len_exceeds_kv_cache", "no_kv_cache_memory", "batched_tokens_below_max_model_len",
-    "tp_heads_indivisible", "engine_init_failed", "oom",
+    "tp_heads_indivisible", "engine_init_failed", "oom", "oom_graph_capture",
+})  # fmt: skip
+# Refused by vLLM's argument checks, before any engine exists (no KV cache can have been sized).
+ARGUMENT_REFUSALS = frozenset({
+    "batched_tokens_below_max_model_len", "batched_tokens_below_max_num_seqs",
+    "max_model_len_exceeds_model", "tp_heads_indivisible",
 })  # fmt: skip
 
 
@@ -631,7 +707,11 @@ def walk_facts(report: dict[str, Any]) -> dict[str, Any]:
     ]
     if kv_lines:
         error_lines["kv_cache_too_small"] = min(kv_lines)
+    seqs, seqs_from = configured_max_num_seqs(report)
     facts.update(
+        **_kv_per_token(report),
+        max_num_seqs_effective=seqs,
+        max_num_seqs_from=seqs_from,
         runs_count=report["runs_total"],
         error_kinds=kinds,
         error_lines=error_lines,
@@ -644,11 +724,30 @@ def walk_facts(report: dict[str, Any]) -> dict[str, Any]:
     return facts
 
 
+def _kv_per_token(report: dict[str, Any]) -> dict[str, Any]:
+    """GiB of KV cache a token takes on one rank, from the last run's refusal (the KV needed for
+    max_model_len) or a start of the same layout whose cache was sized (its memory over its
+    tokens): what one max_model_len request needs, for a start that had no memory at all."""
+    last = report
+    if last["kv_needed_gib"] and last["max_model_len"]:
+        return {"kv_gib_per_token": last["kv_needed_gib"] / last["max_model_len"],
+                "kv_gib_per_token_from": "the refusal's KV cache needed for max_model_len"}  # fmt: skip
+    layout = (last["tensor_parallel_size"] or 1, last["pipeline_parallel_size"] or 1)
+    for run in reversed(report["runs"]):
+        memory, tokens = run["kv_cache_memory_gib"], run["kv_cache_tokens"]
+        same = (run["tensor_parallel_size"] or 1, run["pipeline_parallel_size"] or 1) == layout
+        if same and memory and tokens and memory > 0:
+            return {"kv_gib_per_token": memory / tokens,
+                    "kv_gib_per_token_from": f"the start at log line {run['started_at_line']}: "
+                                             f"{memory} GiB for {tokens} tokens"}  # fmt: skip
+    return {"kv_gib_per_token": None, "kv_gib_per_token_from": None}
+
+
 def _failed_to_start(kinds: list[str], report: dict[str, Any]) -> bool:
-    # The budget check runs before the engine exists; the others count only before the KV cache was
-    # sized (an OOM at runtime is not a failed start).
-    if "batched_tokens_below_max_model_len" in kinds:
-        return True
+    # The argument checks run before the engine exists, the graphs' capture right after the KV
+    # cache is sized; the others count only before it was (an OOM at runtime is no failed start).
+    if ARGUMENT_REFUSALS.intersection(kinds) or "oom_graph_capture" in kinds:
+        return True  # refused before the KV cache, or while capturing graphs right after it
     return bool(START_UP_FAILURES.intersection(kinds)) and report["kv_cache_tokens"] is None
 
 

@@ -51,6 +51,18 @@ class Run:
     kv_cache_device: str | None = None
     kv_cache_memory_gib: float | None = None
     estimated_max_model_len: int | None = None
+    # What a refusal's own message says (each None without that refusal): the model's limit
+    # (its config.json), its attention heads, the KV cache a max_model_len request needs against
+    # what the engine had, and the allocation PyTorch could not make (with what was free).
+    derived_max_model_len: int | None = None
+    num_attention_heads: int | None = None
+    kv_needed_gib: float | None = None
+    oom_requested_gib: float | None = None
+    oom_free_gib: float | None = None
+    # The weights' memory ("Model loading took X GiB") and the CUDA graphs' ("Graph capturing
+    # finished in N secs, took X GiB"), per rank.
+    model_memory_gib: float | None = None
+    graph_memory_gib: float | None = None
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int | None = None
     max_model_len: int | None = None

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from wizard.errors import ConfigError
-from wizard.vllm_defaults import default_batch_limits
+from wizard.vllm_defaults import CPU_BATCH_DEFAULTS, default_batch_limits
 
 GIB = 1024**3
 
@@ -33,7 +33,6 @@ Device = Literal["cuda", "cpu"]
 # model with 1).
 CPU_BLOCK_SIZE = 128
 CUDA_BLOCK_SIZE = 64
-CPU_BATCH_DEFAULTS = (2048, 128)
 
 
 class StartupError(ConfigError):
@@ -235,6 +234,13 @@ class SimConfig:
     activation_peak_gib: float = 1.5
     cuda_graph_gib: float = 0.8
     kv_bytes_per_token: int = 131072
+    # The model's config.json (Llama-3.1-8B's): its attention heads, which tensor parallelism must
+    # divide, and its context limit, which --max-model-len must not pass (vLLM's ModelConfig).
+    num_attention_heads: int = 32
+    max_position_embeddings: int = 131072
+    # The engine core dies after admitting this many requests (a simulated fatal error while
+    # serving: vLLM's EngineDeadError); None: never.
+    die_after_requests: int | None = None
     # The model's vocabulary (Llama-3.1-8B's): vLLM's sampler warm-up holds float32 logits of
     # max_num_seqs x vocab_size during the profile run, which is what too many sequences exceed.
     vocab_size: int = 128256
@@ -299,6 +305,7 @@ def resolve(config: SimConfig) -> Resolved:
         default_tokens, default_seqs = CPU_BATCH_DEFAULTS[0] * world, CPU_BATCH_DEFAULTS[1] * world
     else:
         default_tokens, default_seqs = default_batch_limits(config.gpu_memory_gib)
+    _check_model(config)
     max_num_seqs = config.max_num_seqs or default_seqs
     if config.max_num_batched_tokens is not None:
         budget = config.max_num_batched_tokens
@@ -306,6 +313,11 @@ def resolve(config: SimConfig) -> Resolved:
         budget = min(default_tokens, max_num_seqs * config.max_model_len)
     else:
         budget = max(config.max_model_len, default_tokens)
+    if config.max_num_seqs is None:
+        # An unset max_num_seqs is lowered to the budget, not refused (vLLM 0.32's
+        # EngineArgs._set_default_max_num_seqs_and_batched_tokens_args): only both set by hand
+        # meet the check below.
+        max_num_seqs = min(max_num_seqs, budget)
     if not config.enable_chunked_prefill and budget < config.max_model_len:
         raise StartupError(
             f"max_num_batched_tokens ({budget}) is smaller than max_model_len "
@@ -339,6 +351,7 @@ def resolve(config: SimConfig) -> Resolved:
             "also reduces what is needed. See "
             "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
             "engine_core",
+            kv_bytes=int(kv_gib * GIB),
         )
     load_time = config.cold_start.checkpoint_read_s * config.tensor_parallel_size
     return Resolved(
@@ -419,6 +432,30 @@ def _resolve_cpu(config: SimConfig, budget: int, max_num_seqs: int, block_size: 
     )
 
 
+def _check_model(config: SimConfig) -> None:
+    """vLLM's ModelConfig checks against the model's config.json, in the API server (0.32's
+    config/model.py wording)."""
+    heads, tp = config.num_attention_heads, config.tensor_parallel_size
+    if heads % tp:
+        raise StartupError(
+            f"Total number of attention heads ({heads}) must be divisible by tensor parallel "
+            f"size ({tp}).",
+            "api_server",
+        )
+    if config.max_model_len > config.max_position_embeddings:
+        raise StartupError(
+            f"User-specified max_model_len ({config.max_model_len}) is greater than the derived "
+            f"max_model_len (max_position_embeddings={config.max_position_embeddings} or "
+            "model_max_length=None in model's config.json). To allow overriding this maximum, "
+            "set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must "
+            "be used with extreme caution. If the model uses relative position encoding (RoPE), "
+            "positions exceeding derived_max_model_len lead to nan. If the model uses absolute "
+            "position encoding, positions exceeding derived_max_model_len will cause a CUDA "
+            "array out-of-bounds error.",
+            "api_server",
+        )
+
+
 def _check_profile_run_fits(config: SimConfig, max_num_seqs: int) -> None:
     """The profile run's peak on one device: its weights, the activations, and the sampler
     warm-up's float32 logits for max_num_seqs dummy requests; past the device's memory PyTorch
@@ -473,6 +510,7 @@ def _kv_cache_blocks(config: SimConfig, utilization: float, block_size: int) -> 
             "when initializing the engine. See "
             "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
             "engine_core",
+            kv_bytes=int(free * GIB),  # negative: what the weights and overhead took past the share
         )
     blocks = math.floor(free * GIB / per_token / block_size)
     return blocks, free
@@ -490,6 +528,7 @@ def _check_positive(config: SimConfig) -> None:
         "pipeline_parallel_size": config.pipeline_parallel_size,
         "nodes": config.nodes,
         "api_server_count": config.api_server_count,
+        "die_after_requests": config.die_after_requests,
     }
     for name, value in checks.items():
         if value is not None and value < 1:

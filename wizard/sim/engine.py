@@ -42,6 +42,7 @@ class Stream:
     first_scheduled_ns: int | None = None
     done: bool = False
     aborted: bool = False
+    failed: bool = False  # the engine died while it ran: the stream ends with vLLM's error
     _read: int = 0
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -122,6 +123,8 @@ class Engine:
         )
         self.spec_stats = SpecStats()
         self.ready = False
+        self.dead = False
+        self.admitted = 0
         self.on_ready: Callable[[], None] | None = None
         self.steps_done = 0
         self._streams: dict[str, Stream] = {}
@@ -195,6 +198,27 @@ class Engine:
         self._update_gauges()
         self._work.set()
         return stream
+
+    def admit(self) -> bool:
+        """Whether the engine takes one more request; past ``die_after_requests`` it dies."""
+        limit = self.config.die_after_requests
+        if not self.dead and limit is not None and self.admitted >= limit:
+            self._die()
+        self.admitted += not self.dead
+        return not self.dead
+
+    def _die(self) -> None:
+        """vLLM's engine core dying while serving: its lines in the log, every running request
+        ended with an error, /health 503 from now on (the API server kept alive, as with
+        VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1, so later requests get vLLM's HTTP 500)."""
+        self.dead, self.ready = True, False
+        self.log.engine_died()
+        for task in self._tasks[1:]:  # the step loop and the stats logger
+            task.cancel()
+        for stream in list(self._streams.values()):
+            stream.done = stream.failed = True
+            stream._ready.set()
+        self._streams.clear()
 
     def abort(self, stream: Stream) -> None:
         """The client went away: free the request (the running count drops at once)."""

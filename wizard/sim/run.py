@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from wizard.errors import ConfigError
-from wizard.sim.config import OutOfMemory, Resolved, SimConfig, StartupError, resolve
+from wizard.sim.config import GIB, OutOfMemory, Resolved, SimConfig, StartupError, resolve
 from wizard.sim.engine import Engine
 from wizard.sim.metrics import SimMetrics, cache_config_labels
 from wizard.sim.server import SimServer
@@ -122,6 +122,11 @@ def _log_refusal(log: VllmLog, config: SimConfig, exc: StartupError) -> None:
             log.weights_loaded(config, load_s)
             log.out_of_memory(config, str(exc))
             return
+        if exc.kv_bytes is not None:  # the model was loaded, the KV cache sized from what was left
+            log.engine_config(config)
+            load_s = config.cold_start.checkpoint_read_s * config.tensor_parallel_size
+            log.weights_loaded(config, load_s)
+            log.kv_memory(exc.kv_bytes / GIB)
         log.fatal(str(exc))
         return
     if exc.stage == "api_server":  # pydantic refuses the arguments; no engine core is started

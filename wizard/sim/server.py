@@ -41,6 +41,8 @@ from wizard.sim.scheduler import SimRequest
 
 GUARDED_PREFIXES = ("/v1", "/v2", "/inference", "/cohere")
 MAX_BODY_BYTES = 8 * 1024 * 1024
+# vLLM's EngineDeadError text (0.32's v1/engine/exceptions.py), answered as HTTP 500.
+ENGINE_DEAD = "EngineCore encountered an issue. See stack trace (above) for the root cause."
 
 
 class ApiKeyMiddleware:
@@ -283,6 +285,9 @@ class SimServer:
                 self.engine, stream, self._events(stream, parsed, request_id, process), headers
             )
         await until_done_or_disconnected(self.engine, stream, _drain(stream), request.receive)
+        if stream.failed:
+            dead = ApiError(500, ENGINE_DEAD, "InternalServerError")
+            return JSONResponse(dead.body(), status_code=500)
         if stream.aborted:
             return Response(status_code=499)  # nobody is listening any more
         await self.api_servers.tokens(process, len(stream.emitted_ns))
@@ -296,6 +301,8 @@ class SimServer:
         return JSONResponse(body)
 
     async def _parse(self, request: Request, *, chat: bool) -> ParsedRequest:
+        if (self.engine.ready and not self.engine.admit()) or self.engine.dead:
+            raise ApiError(500, ENGINE_DEAD, "InternalServerError")
         if not self.engine.ready:
             raise ApiError(503, "The server is starting up; retry when /health answers 200.",
                            "ServiceUnavailableError")  # fmt: skip
@@ -360,6 +367,10 @@ class SimServer:
             yield sse(payload)
             if finished:
                 break
+        if stream.failed:  # vLLM sends the error as the stream's next event
+            yield sse(ApiError(500, ENGINE_DEAD, "InternalServerError").body())
+            yield b"data: [DONE]\n\n"
+            return
         if parsed.include_usage:
             used = protocol.usage(parsed.prompt_tokens, sent)
             closing = protocol.usage_chunk(request_id, model, chat=chat, created=created, used=used)

@@ -270,13 +270,15 @@ class VllmLog:
         if self.cpu:
             self.line("EngineCore", "INFO", "kv_cache_utils.py:2327", f"CPU {capacity}")
             return
-        self.line(
-            "Worker",
-            "INFO",
-            "gpu_worker.py:796",
-            f"Available KV cache memory: {resolved.kv_cache_gib:.2f} GiB",
-        )
+        self.kv_memory(resolved.kv_cache_gib)
         self.line("EngineCore", "INFO", "kv_cache_utils.py:1169", f"GPU {capacity}")
+
+    def kv_memory(self, gib: float) -> None:
+        """0.34 (GPU): the KV cache's share as the worker logs it before sizing the cache (negative
+        when the weights and the profile run's peak took more than the share)."""
+        self.line(
+            "Worker", "INFO", "gpu_worker.py:796", f"Available KV cache memory: {gib:.2f} GiB"
+        )
 
     def graphs_captured(self, seconds: float, gib: float) -> None:
         """``Graph capturing finished in N secs, took X GiB``."""
@@ -379,6 +381,19 @@ class VllmLog:
                 f"Error with model error=ErrorInfo(message={message!r}, type={kind!r}, "
                 f"param={param!r}, code={code})",
             )  # fmt: skip
+
+    def engine_died(self) -> None:
+        """The engine core dying while serving (0.32's core.py and async_llm.py), as
+        --die-after-requests makes it: its fatal error, then the API server's EngineDeadError."""
+        for text in ("EngineCore encountered a fatal error.", "Traceback (most recent call last):",
+                     *_frame(_vllm("v1/engine/core.py"), 1503, "run_engine_core",
+                             "engine_core.run_busy_loop()"),
+                     "RuntimeError: the simulated engine core died (--die-after-requests)"):  # fmt: skip
+            self.line("EngineCore", "ERROR", "core.py:1512", text)
+        self.line("APIServer", "ERROR", "async_llm.py:703", "AsyncLLM output_handler failed.")
+        self.line("APIServer", "ERROR", "async_llm.py:703",
+                  "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+                  "See stack trace (above) for the root cause.")  # fmt: skip
 
     # -- failed starts -------------------------------------------------------------------------
 
