@@ -24,6 +24,7 @@ from wizard.errors import UsageError
 from wizard.numbers import MAX_DIGITS, parse_float
 from wizard.playbook import Finding, Playbook, Question
 from wizard.words import say, texts
+from wizard.yamlines import AliasBombError, located, safe_load
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,10 @@ class ScriptedOperator:
     ) -> ScriptedOperator:
         """Load and check an answers file against the playbook."""
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = safe_load(path.read_text(encoding="utf-8"))
+        except AliasBombError as exc:
+            said = located(path, exc.line, exc.texts)
+            raise UsageError(said["en"], said) from None
         except OSError as exc:
             raise UsageError.os_said("error.answers_unreadable", exc, path=path) from None
         except UnicodeDecodeError as exc:

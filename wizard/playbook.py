@@ -20,7 +20,7 @@ from wizard.changes import COMPUTERS
 from wizard.errors import WizardError
 from wizard.probes.registry import PROBES
 from wizard.vocabulary import CAUSES, LANGUAGES, LAYERS, PROCEDURE_ITEMS, SEVERITIES
-from wizard.yamlines import Path_, YamlError, line_of, load_with_lines
+from wizard.yamlines import Path_, YamlError, line_of, load_with_lines, located
 
 END = "end"
 # A finding's `remeasure` for a cause that kept the server from starting: no round can be repeated,
@@ -127,8 +127,8 @@ class Playbook:
 class PlaybookError(WizardError):
     """Every problem found in a playbook, one ``file:line: message`` per line."""
 
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("\n".join(problems))
+    def __init__(self, problems: list[str], texts: dict[str, str] | None = None) -> None:
+        super().__init__("\n".join(problems), texts)
         self.problems = problems
 
 
@@ -155,7 +155,8 @@ def load(path: Path | str = DEFAULT_PLAYBOOK) -> Playbook:
     except UnicodeDecodeError:
         raise PlaybookError([f"{path}:1: not UTF-8 text"]) from None
     except YamlError as exc:
-        raise PlaybookError([f"{path}:{exc.line or 1}: {exc}"]) from None
+        said = located(path, exc.line, exc.texts)
+        raise PlaybookError([said["en"]], said) from None
     errors = _Collector(str(path), lines)
     playbook = _parse(data, errors, hashlib.sha256(raw).hexdigest(), str(path))
     if playbook is not None:

@@ -9,18 +9,93 @@ import yaml
 Path_ = tuple[str | int, ...]
 
 
-class YamlError(ValueError):
-    """Malformed YAML, with the line it broke on."""
+# The most values the aliases of one document may stand for, counted expanded (an alias of a list
+# of three scalars is four values). The shipped playbook's aliases stand for 254; a 283-byte
+# "billion laughs" stands for 10^9 (79 s and 1.8 GB before this bound). 10,000 is ample for a
+# hand-written file and reads in milliseconds.
+MAX_ALIAS_VALUES = 10_000
 
-    def __init__(self, message: str, line: int | None) -> None:
+
+class YamlError(ValueError):
+    """Malformed YAML, with the line it broke on (``texts``: the message in every language, when
+    it has its own words)."""
+
+    def __init__(self, message: str, line: int | None, texts: dict[str, str] | None = None) -> None:
         super().__init__(message)
+        self.line = line
+        self.texts = texts or {"en": message}
+
+
+class AliasBombError(yaml.YAMLError):
+    """Aliases that stand for too many values, or an alias inside the value it names."""
+
+    def __init__(self, key: str, line: int) -> None:
+        from wizard.words import texts
+
+        self.texts = texts(key, most=f"{MAX_ALIAS_VALUES:,}")
+        super().__init__(self.texts["en"])
         self.line = line
 
 
+class BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing aliases past MAX_ALIAS_VALUES expanded values, or inside
+    their own anchor's value (a loop every reader that walks it would follow for ever).
+
+    Each node's expanded size is known once it is composed (its children were composed first);
+    an alias adds the size of the node it names."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._sizes: dict[int, int] = {}
+        self._open: set[str] = set()  # anchors whose collection is being composed
+        self._alias_values = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        anchor = getattr(event, "anchor", None)
+        line = event.start_mark.line + 1
+        if isinstance(event, yaml.AliasEvent):
+            if anchor in self._open:
+                raise AliasBombError("error.yaml_alias_loop", line)
+            node = super().compose_node(parent, index)
+            self._alias_values += self._sizes.get(id(node), 1)
+            if self._alias_values > MAX_ALIAS_VALUES:
+                raise AliasBombError("error.yaml_aliases", line)
+            return node
+        if anchor is None:
+            node = super().compose_node(parent, index)
+        else:
+            self._open.add(anchor)
+            try:
+                node = super().compose_node(parent, index)
+            finally:
+                self._open.discard(anchor)
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = node.value
+        self._sizes[id(node)] = 1 + sum(self._sizes.get(id(child), 1) for child in children)
+        return node
+
+
+def located(path: object, line: int | None, said: dict[str, str]) -> dict[str, str]:
+    """``said`` in every language, each as ``path:line: text``."""
+    return {lang: f"{path}:{line or 1}: {text}" for lang, text in said.items()}
+
+
+def safe_load(text: str) -> Any:
+    """``yaml.safe_load`` with aliases bounded (BoundedLoader): AliasBombError past the bound."""
+    return yaml.load(text, Loader=BoundedLoader)
+
+
 def load_with_lines(text: str) -> tuple[Any, dict[Path_, int]]:
-    """Parse YAML (safe tags only); return the data and a map from key path to 1-based line."""
+    """Parse YAML (safe tags only, aliases bounded); return the data and a map from key path to
+    1-based line."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=BoundedLoader)
+    except AliasBombError as exc:
+        raise YamlError(str(exc), exc.line, exc.texts) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None

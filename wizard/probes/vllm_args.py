@@ -436,7 +436,11 @@ def _starts_a_command(line: str, start: re.Match[str]) -> bool:
     return True
 
 
-FLOW_ITEM = re.compile(r'\s*(?:"((?:[^"\\]|\\.)*)"|\'((?:[^\']|\'\')*)\'|([^,\]]*?))\s*(,|\])')
+# Possessive throughout: a lazy plain item between two \s* tried every split of a run of spaces
+# (cubic: 61 s of CPU on "[" and 3,000 spaces). A plain item's trailing spaces are cut in Python.
+FLOW_ITEM = re.compile(
+    r'\s*+(?:"((?:[^"\\]|\\.)*+)"\s*+|\'((?:[^\']|\'\')*+)\'\s*+|([^,\]]*+))(,|\])'
+)
 
 
 def flow_list(text: str) -> list[str] | None:
@@ -453,7 +457,7 @@ def flow_list(text: str) -> list[str] | None:
             if quoted is not None
             else single.replace("''", "'")
             if single is not None
-            else plain
+            else plain.rstrip()
         )
         if value or quoted is not None or single is not None:
             items.append(value.replace('\\"', '"'))
