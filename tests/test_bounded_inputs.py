@@ -172,6 +172,17 @@ def test_an_alias_inside_its_own_value_is_refused_in_one_line(tmp_path: Path) ->
     )
 
 
+def test_a_playbook_with_a_control_character_is_refused_in_one_line(tmp_path: Path) -> None:
+    # Found by the long fuzz run: PyYAML's reader error said where on a second line.
+    book = tmp_path / "control.yaml"
+    book.write_text("id: x\x1f\n")
+    result = bounded(tmp_path, "playbook", "check", str(book))
+    assert result.returncode == 1
+    assert result.one_line().endswith(
+        f"{book}:1: invalid YAML: unacceptable character #x001f: special characters are not allowed"
+    )
+
+
 def test_the_shipped_playbook_aliases_stay_within_the_bound() -> None:
     from wizard import playbook
     from wizard.yamlines import MAX_ALIAS_VALUES, BoundedLoader

@@ -99,13 +99,18 @@ def load_with_lines(text: str) -> tuple[Any, dict[Path_, int]]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
-        raise YamlError(f"invalid YAML: {exc.problem or exc}", line) from None
+        raise YamlError(f"invalid YAML: {_first_line(exc.problem or exc)}", line) from None
     except yaml.YAMLError as exc:
-        raise YamlError(f"invalid YAML: {exc}", None) from None
+        raise YamlError(f"invalid YAML: {_first_line(exc)}", None) from None
     lines: dict[Path_, int] = {}
     if root is None:
         return None, lines
     return _build(root, (), lines), lines
+
+
+def _first_line(said: object) -> str:
+    """The first line of a PyYAML error (a ReaderError's text adds where it was on a second)."""
+    return (str(said).splitlines() or [""])[0]
 
 
 def _build(node: yaml.Node, path: Path_, lines: dict[Path_, int]) -> Any:

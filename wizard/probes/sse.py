@@ -99,18 +99,18 @@ class SseParser:
             elif line.strip() and not line.startswith(OTHER_FIELDS):
                 self._malformed(f"a line that is no SSE field: {_quoted(line)}")
         if not data_lines:
-            self._empty += 1
-            if self._max_empty is not None and self._empty > self._max_empty:
+            if self._empty == self._max_empty:
                 raise OversizedStreamError(
                     f"more than {self._max_empty:,} frames without data (comments, blank events)"
                 )
+            self._empty += 1
             return 0
-        self.sample.events += 1
-        if self.sample.events > self._max_events:
+        if self.sample.events == self._max_events:
             asked = (
                 "no max_tokens" if self._max_tokens is None else f"max_tokens {self._max_tokens}"
             )
             raise OversizedStreamError(f"more than {self._max_events:,} events for {asked}")
+        self.sample.events += 1
         data = b"\n".join(data_lines)
         if data == b"[DONE]":
             self.sample.saw_done = True
