@@ -114,6 +114,33 @@ def test_a_huge_sparse_file_ends_in_one_line_in_every_language(tmp_path: Path) -
     assert result.rss_mib < MAX_RSS_MIB
 
 
+# Every other input file is read whole, within a bound for its kind (``wizard/files.py``).
+WHOLE_FILES = {
+    "metrics": (["probe", "metrics", "--file", "/dev/zero"], 2, "more than 8 MiB"),
+    "topology": (["probe", "topology", "/dev/zero"], 2, "more than 1 Mi characters"),
+    "nginx": (["probe", "nginx-config", "/dev/zero"], 1, "more than 64 MiB"),
+    "playbook": (["playbook", "check", "/dev/zero"], 2, "more than 16 MiB"),
+    "transcript": (["replay", "/dev/zero"], 1, "more than 64 MiB"),
+    "answers": (["run", "--answers", "/dev/zero"], 2, "more than 1 MiB"),
+}
+
+
+@pytest.mark.parametrize("kind", WHOLE_FILES)
+def test_dev_zero_as_any_other_input_ends_in_one_line(tmp_path: Path, kind: str) -> None:
+    # Before: each read it whole, for ever (a MemoryError traceback here).
+    args, code, said = WHOLE_FILES[kind]
+    if args[0] == "run":
+        args = [*args, "--target", f"http://127.0.0.1:{free_port()}",
+                "--transcript", str(tmp_path / "walk.ndjson")]  # fmt: skip
+    result = bounded(tmp_path, *args)
+    assert result.returncode == code
+    assert result.one_line().endswith(
+        f"/dev/zero: {said}: too large for this input (is it the right file?)"
+    )
+    assert result.rss_mib < MAX_RSS_MIB
+    assert not (tmp_path / "walk.ndjson").exists()
+
+
 def test_a_line_over_the_limit_is_skipped_with_a_note() -> None:
     from wizard.probes import vllm_log
     from wizard.probes.log_lines import MAX_LINE_CHARS

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import yaml
 
 from wizard.errors import UsageError
+from wizard.files import MIB, read_bytes
 from wizard.numbers import MAX_DIGITS, parse_float
 from wizard.playbook import Finding, Playbook, Question
 from wizard.words import say, texts
@@ -127,6 +128,7 @@ class AutoOperator:
 
 
 # What a question id or a finding code looks like; any other key is not echoed.
+MAX_ANSWERS_BYTES = MIB  # an answers file is a few dozen lines
 ID_LIKE = re.compile(r"[a-z][a-z0-9_]{0,63}|LAT\d{3}")
 
 
@@ -151,7 +153,7 @@ class ScriptedOperator:
     ) -> ScriptedOperator:
         """Load and check an answers file against the playbook."""
         try:
-            data = safe_load(path.read_text(encoding="utf-8"))
+            data = safe_load(read_bytes(path, MAX_ANSWERS_BYTES).decode("utf-8"))
         except AliasBombError as exc:
             said = located(path, exc.line, exc.texts)
             raise UsageError(said["en"], said) from None

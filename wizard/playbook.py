@@ -18,6 +18,7 @@ import networkx as nx
 from wizard import conditions
 from wizard.changes import COMPUTERS
 from wizard.errors import WizardError
+from wizard.files import read_bytes
 from wizard.probes.registry import PROBES
 from wizard.vocabulary import CAUSES, LANGUAGES, LAYERS, PROCEDURE_ITEMS, SEVERITIES
 from wizard.yamlines import Path_, YamlError, line_of, load_with_lines, located
@@ -28,6 +29,7 @@ END = "end"
 START = "start"
 CODE = re.compile(r"^LAT\d{3}$")
 QUESTION_TYPES = ("text", "number", "select", "confirm")
+MAX_PLAYBOOK_BYTES = 16 * 1024 * 1024  # the shipped playbook is 125 KB
 DEFAULT_PLAYBOOK = Path(__file__).resolve().parent.parent / "playbook" / "vllm-latency.yaml"
 
 Text = dict[str, str]
@@ -147,7 +149,7 @@ def load(path: Path | str = DEFAULT_PLAYBOOK) -> Playbook:
     """Read, parse and validate a playbook; raise PlaybookError with every problem."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_bytes(path, MAX_PLAYBOOK_BYTES)
     except OSError as exc:
         raise PlaybookError([f"{path}: cannot read: {exc.strerror}"]) from None
     try:

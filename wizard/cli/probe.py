@@ -436,11 +436,13 @@ def run_metrics(args: argparse.Namespace) -> int:
 
     from wizard import aio
     from wizard.errors import UsageError, WizardError
+    from wizard.files import read_bytes
+    from wizard.probes.bounded import MAX_BODY_BYTES  # a saved /metrics: as one scraped
     from wizard.probes.metrics import delta, parse
 
     def read_text(path: str) -> str:
         try:
-            text = Path(path).read_bytes().decode("utf-8", errors="replace")
+            text = read_bytes(path, MAX_BODY_BYTES).decode("utf-8", errors="replace")
         except OSError as exc:
             raise UsageError.cannot_read(path, exc) from None
         if not text.strip():
