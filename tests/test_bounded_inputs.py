@@ -183,6 +183,9 @@ BAD_PLAYBOOKS = {
     # A RecursionError traceback before (the line reader followed the loop).
     "loop": ("id: loop\nstages: &s [x, *s]\n", 2,
              "a YAML alias inside the value it names (a loop): write the value out"),
+    # Found by the long fuzz run: a RecursionError traceback (PyYAML composes recursively).
+    "deep": ("id: deep\nstages: " + "[" * 70_000 + "\n", 2,
+             "YAML nested deeper than 100 levels: write it flatter"),
     # Found by the new fuzz property: PyYAML's reader error said where on a second line.
     "control": ("id: x\x1f\n", 1, "invalid YAML: unacceptable character #x001f: special "
                 "characters are not allowed"),
@@ -207,6 +210,18 @@ def test_the_shipped_playbook_aliases_stay_within_the_bound() -> None:
     loader = BoundedLoader(Path(playbook.DEFAULT_PLAYBOOK).read_text(encoding="utf-8"))
     loader.get_single_node()
     assert 0 < loader._alias_values < MAX_ALIAS_VALUES / 10
+
+
+def test_a_deep_answers_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    # Found by the long fuzz run: a RecursionError traceback.
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("[" * 70_000)
+    result = bounded(tmp_path, "run", "--target", f"http://127.0.0.1:{free_port()}",
+                     "--answers", str(answers), "--transcript", str(tmp_path / "walk.ndjson"))  # fmt: skip
+    assert result.returncode == 2
+    assert result.one_line().endswith(
+        f"{answers}:1: YAML nested deeper than 100 levels: write it flatter"
+    )
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

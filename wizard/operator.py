@@ -25,7 +25,7 @@ from wizard.files import MIB, read_bytes
 from wizard.numbers import MAX_DIGITS, parse_float
 from wizard.playbook import Finding, Playbook, Question
 from wizard.words import say, texts
-from wizard.yamlines import AliasBombError, located, safe_load
+from wizard.yamlines import YamlBoundError, located, safe_load
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ class ScriptedOperator:
         """Load and check an answers file against the playbook."""
         try:
             data = safe_load(read_bytes(path, MAX_ANSWERS_BYTES).decode("utf-8"))
-        except AliasBombError as exc:
+        except YamlBoundError as exc:
             said = located(path, exc.line, exc.texts)
             raise UsageError(said["en"], said) from None
         except OSError as exc:

@@ -440,6 +440,8 @@ WORDS: dict[str, dict[str, str]] = {
                               "zh": "YAML 别名出现在它所指的值内部（循环）：请直接写出该值"},
     "error.file_too_large": {"en": "{path}: more than {most}: too large for this input (is it the right file?)",
                              "zh": "{path}：超过 {most}：作为此输入过大（是这个文件吗？）"},
+    "error.yaml_too_deep": {"en": "YAML nested deeper than {depth} levels: write it flatter",
+                            "zh": "YAML 嵌套超过 {depth} 层：请写得扁平一些"},
     "error.empty_file": {"en": "{path} is empty", "zh": "{path} 是空的"},
     "error.no_answer_within": {"en": "{url} did not answer within {seconds} s", "zh": "{url} 在 {seconds} 秒内没有应答"},
     "error.answered_http": {"en": "{url} answered HTTP {status}", "zh": "{url} 应答了 HTTP {status}"},

@@ -14,6 +14,9 @@ Path_ = tuple[str | int, ...]
 # "billion laughs" stands for 10^9 (79 s and 1.8 GB before this bound). 10,000 is ample for a
 # hand-written file and reads in milliseconds.
 MAX_ALIAS_VALUES = 10_000
+# The deepest nesting of lists and mappings: the playbook's is 16, an answers file's 2. PyYAML
+# composes recursively, so 70,000 "[" were a RecursionError traceback (found by the long fuzz run).
+MAX_DEPTH = 100
 
 
 class YamlError(ValueError):
@@ -26,20 +29,22 @@ class YamlError(ValueError):
         self.texts = texts or {"en": message}
 
 
-class AliasBombError(yaml.YAMLError):
-    """Aliases that stand for too many values, or an alias inside the value it names."""
+class YamlBoundError(yaml.YAMLError):
+    """YAML past the loader's bounds: aliases that stand for too many values, an alias inside the
+    value it names, nesting too deep."""
 
     def __init__(self, key: str, line: int) -> None:
         from wizard.words import texts
 
-        self.texts = texts(key, most=f"{MAX_ALIAS_VALUES:,}")
+        self.texts = texts(key, most=f"{MAX_ALIAS_VALUES:,}", depth=MAX_DEPTH)
         super().__init__(self.texts["en"])
         self.line = line
 
 
 class BoundedLoader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing aliases past MAX_ALIAS_VALUES expanded values, or inside
-    their own anchor's value (a loop every reader that walks it would follow for ever).
+    their own anchor's value (a loop every reader that walks it would follow for ever), and
+    nesting deeper than MAX_DEPTH.
 
     Each node's expanded size is known once it is composed (its children were composed first);
     an alias adds the size of the node it names."""
@@ -49,6 +54,7 @@ class BoundedLoader(yaml.SafeLoader):
         self._sizes: dict[int, int] = {}
         self._open: set[str] = set()  # anchors whose collection is being composed
         self._alias_values = 0
+        self._depth = 0
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         event = self.peek_event()  # type: ignore[no-untyped-call]
@@ -56,20 +62,24 @@ class BoundedLoader(yaml.SafeLoader):
         line = event.start_mark.line + 1
         if isinstance(event, yaml.AliasEvent):
             if anchor in self._open:
-                raise AliasBombError("error.yaml_alias_loop", line)
+                raise YamlBoundError("error.yaml_alias_loop", line)
             node = super().compose_node(parent, index)
             self._alias_values += self._sizes.get(id(node), 1)
             if self._alias_values > MAX_ALIAS_VALUES:
-                raise AliasBombError("error.yaml_aliases", line)
+                raise YamlBoundError("error.yaml_aliases", line)
             return node
-        if anchor is None:
-            node = super().compose_node(parent, index)
-        else:
+        nests = isinstance(event, yaml.CollectionStartEvent)
+        if nests and self._depth == MAX_DEPTH:
+            raise YamlBoundError("error.yaml_too_deep", line)
+        self._depth += nests
+        if anchor is not None:
             self._open.add(anchor)
-            try:
-                node = super().compose_node(parent, index)
-            finally:
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            if anchor is not None:
                 self._open.discard(anchor)
+            self._depth -= nests
         children: list[yaml.Node] = []
         if isinstance(node, yaml.MappingNode):
             children = [part for pair in node.value for part in pair]
@@ -85,7 +95,7 @@ def located(path: object, line: int | None, said: dict[str, str]) -> dict[str, s
 
 
 def safe_load(text: str) -> Any:
-    """``yaml.safe_load`` with aliases bounded (BoundedLoader): AliasBombError past the bound."""
+    """``yaml.safe_load`` with aliases bounded (BoundedLoader): YamlBoundError past the bound."""
     return yaml.load(text, Loader=BoundedLoader)
 
 
@@ -94,7 +104,7 @@ def load_with_lines(text: str) -> tuple[Any, dict[Path_, int]]:
     1-based line."""
     try:
         root = yaml.compose(text, Loader=BoundedLoader)
-    except AliasBombError as exc:
+    except YamlBoundError as exc:
         raise YamlError(str(exc), exc.line, exc.texts) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark

@@ -26,6 +26,7 @@ import yaml
 
 from wizard.numbers import MAX_DIGITS, parse_float, parse_int
 from wizard.words import texts
+from wizard.yamlines import safe_load
 
 MAX_COMMAND_CHARS = 64 * 1024
 # The start of vLLM's own command; what follows it are its arguments. A backtick or a word right
@@ -470,7 +471,7 @@ def flow_list(text: str) -> list[str] | None:
 def _unquote(text: str) -> str:
     """A YAML scalar's value (quotes removed, a trailing comment dropped)."""
     try:
-        value = yaml.safe_load(text)
+        value = safe_load(text)  # aliases and nesting bounded
     except yaml.YAMLError:
         return text
     return text if value is None or isinstance(value, dict | list) else str(value)
