@@ -186,6 +186,12 @@ BAD_PLAYBOOKS = {
     # Found by the long fuzz run: a RecursionError traceback (PyYAML composes recursively).
     "deep": ("id: deep\nstages: " + "[" * 70_000 + "\n", 2,
              "YAML nested deeper than 100 levels: write it flatter"),
+    # Found by the long fuzz run (tracebacks): a value PyYAML recognises but cannot build, a tag
+    # the safe loader does not know.
+    "bigint": ("id: " + "9" * 5000 + "\n", 1, "invalid YAML: a value that cannot be read (a "
+               "number too long, a date that does not exist)"),
+    "tag": ("id: !!python/object:os.system x\n", 1, "invalid YAML: could not determine a "
+            "constructor for the tag 'tag:yaml.org,2002:python/object:os.system'"),
     # Found by the new fuzz property: PyYAML's reader error said where on a second line.
     "control": ("id: x\x1f\n", 1, "invalid YAML: unacceptable character #x001f: special "
                 "characters are not allowed"),

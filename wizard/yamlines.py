@@ -128,8 +128,7 @@ def _build(node: yaml.Node, path: Path_, lines: dict[Path_, int]) -> Any:
     if isinstance(node, yaml.MappingNode):
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = yaml.SafeLoader(" ").construct_object(key_node)
-            key = str(key)
+            key = str(_constructed(key_node))
             if key in result:
                 raise YamlError(f"duplicate key '{key}'", key_node.start_mark.line + 1)
             result[key] = _build(value_node, (*path, key), lines)
@@ -137,7 +136,23 @@ def _build(node: yaml.Node, path: Path_, lines: dict[Path_, int]) -> Any:
         return result
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, (*path, index), lines) for index, item in enumerate(node.value)]
-    return yaml.SafeLoader(" ").construct_object(node)
+    return _constructed(node)
+
+
+def _constructed(node: yaml.Node) -> Any:
+    """A scalar (or a key) as PyYAML's safe loader builds it; YamlError at its line when it cannot
+    (a tag it does not know, a 5,000-digit integer past int()'s limit, the date 2024-13-45)."""
+    try:
+        return yaml.SafeLoader(" ").construct_object(node)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or exc
+        raise YamlError(f"invalid YAML: {_first_line(problem)}", node.start_mark.line + 1) from None
+    except ValueError:  # PyYAML's constructors raise it for values they recognised
+        raise YamlError(
+            "invalid YAML: a value that cannot be read (a number too long, a date that does not "
+            "exist)",
+            node.start_mark.line + 1,
+        ) from None
 
 
 def line_of(lines: dict[Path_, int], path: Path_) -> int | None:
