@@ -126,7 +126,7 @@ async def wizard_pass(url: str, streams: int, per_stream: int, tokens: int) -> d
             "ttft_ms": s.ttft_ms,
             "cold": cold,
             "connect_ms": s.connect_ms,
-            "output_times_ns": s.output_times_ns,
+            "output_times_ns": list(s.output_times_ns),
         }
         for cold, group in ((True, result.warmup), (False, result.samples))
         for s in group

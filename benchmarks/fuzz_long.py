@@ -235,9 +235,15 @@ def pytest_addoption(parser: Any) -> None:
 
 
 def pytest_configure(config: Any) -> None:
+    from hypothesis.internal import observability
     from hypothesis.internal.observability import add_observability_callback
 
     config.addinivalue_line("markers", "timeout(seconds): pytest-timeout's, unused here")
+    # Observing examples (to count them) makes hypothesis trace every line of every example for
+    # coverage (sys.settrace on 3.11: many times slower in pure-Python code such as PyYAML's
+    # scanner), so the CPU bound measured the tracer: an answers file read in 0.3 s took 8.7 s.
+    # Hypothesis supports patching this attribute (core.StateForActualGivenExecution).
+    observability.OBSERVABILITY_COLLECT_COVERAGE = False
     add_observability_callback(_observed)
     faulthandler.dump_traceback_later(float(os.environ[HANG_ENV]) * 5, exit=True)  # collection
 

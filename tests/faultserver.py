@@ -58,6 +58,9 @@ async def behave(name: str, writer: asyncio.StreamWriter) -> None:
     if name in TRICKLES:
         await trickle(name, writer)
         return
+    if name in FLOODS:
+        await flood(name, writer)
+        return
     if name.startswith("status"):
         code = int(name.removeprefix("status"))
         body = json.dumps(
@@ -159,7 +162,23 @@ async def trickle(name: str, writer: asyncio.StreamWriter) -> None:
             return
 
 
-# Every behaviour, faults and well-formed streams alike.
+# Tiny events as fast as the socket takes them, until the client leaves (or FLOOD_EVENTS were
+# sent): output events, or keep-alive comments.
+FLOODS = ("flood", "keepaliveflood")
+FLOOD_EVENTS = 20_000_000
+FLOOD_FRAMES = {"flood": event(b'{"choices":[{"text":"a"}]}'), "keepaliveflood": b":\n\n"}
+
+
+async def flood(name: str, writer: asyncio.StreamWriter) -> None:
+    writer.write(HEADERS)
+    batch = FLOOD_FRAMES[name] * 1000
+    for _ in range(FLOOD_EVENTS // 1000):
+        writer.write(batch)
+        await writer.drain()
+
+
+# Every behaviour, faults and well-formed streams alike (the floods apart: a client without a
+# bound on events reads them for its whole deadline).
 MODES = ("status500", "status404", "status429", "garbage", "errorevent", "nodone", "reset", "hang",
          "roleearly", "multitoken", "burst", "deepjson", "bigint", "badchoices", "usagejump",
          "hugeline", "nousage", *TRICKLES)  # fmt: skip

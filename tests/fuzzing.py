@@ -4,7 +4,9 @@ A reader's real input is almost right: a log pasted with a line cut, a config wi
 many, a metrics dump with a number past any limit. So each example starts from a fixture (or,
 sometimes, from random text) and applies a few mutations: spans deleted, repeated or swapped,
 hostile tokens (huge numbers, NaN, control characters, deep brackets, invalid UTF-8) and lines of
-other fixtures spliced in. Hypothesis shrinks a failure to the fewest, smallest mutations.
+other fixtures spliced in; one mutation in ten is one of issue #27's hostile shapes (a line far past
+the readers' bound, a YAML alias bomb, a piece repeated into a flood). Hypothesis shrinks a failure
+to the fewest, smallest mutations.
 
 ``WIZARD_FUZZ_EXAMPLES`` sets the examples per reader (default: a short run for the test command);
 ``benchmarks/results/fuzz.md`` records the long run.
@@ -50,6 +52,37 @@ HOSTILE = (
     "None", "null", "true", "[]", "{}", "x" * 3000,
 )  # fmt: skip
 HOSTILE_BYTES = (b"\xff", b"\xfe\xff", b"\xc3", b"\xe2\x82", b"\x80\x80", b"\xed\xa0\x80")
+# Issue #27's shapes, one mutation in ten: a line far past the readers' bound (64 Ki characters)
+# made of what a pattern may retry on, a YAML alias bomb, a piece repeated thousands of times
+# (an event flood in an SSE stream, a line flood in a log).
+LONG_RUNS = ("a", " ", "9", "a ", ": 1 ", "Avg time/tok ", "INFO ", ") INFO ", "x(a pid=1) ", "[",
+             "(", "{", "\x00", "\t", "data: ", "&a ", "é", "KV cache ", "Free memory on device ")  # fmt: skip
+MAX_FLOOD_CHARS = 300_000
+
+
+def alias_bomb(depth: int, width: int, indent: str) -> str:
+    """A "billion laughs" of ``depth`` levels of ``width`` aliases each, as YAML list items."""
+    rows = [f"{indent}- &l0 [{', '.join(['lol'] * width)}]\n"]
+    for level in range(1, depth):
+        rows.append(f"{indent}- &l{level} [{', '.join([f'*l{level - 1}'] * width)}]\n")
+    return "".join(rows)
+
+
+@st.composite
+def heavy(draw: st.DrawFn, text: str, at: int, end: int) -> str:
+    """One of issue #27's hostile shapes, put into ``text`` at ``at``."""
+    kind = draw(st.sampled_from(("longline", "bomb", "flood")))
+    if kind == "longline":
+        run = draw(st.sampled_from(LONG_RUNS))
+        chars = draw(st.integers(1_000, 70_000))  # around the 64 Ki line bound
+        return text[:at] + (run * (chars // len(run) + 1))[:chars] + text[at:]
+    if kind == "bomb":
+        depth, width = draw(st.integers(2, 9)), draw(st.integers(2, 10))
+        bomb = alias_bomb(depth, width, draw(st.sampled_from(("", "  ", "    "))))
+        return text[:at] + ("\n" if at else "") + bomb + text[at:]
+    piece = text[at:end] or "\n"
+    times = min(draw(st.integers(100, 20_000)), MAX_FLOOD_CHARS // len(piece))
+    return text[:end] + piece * times + text[end:]
 
 
 def fixture_texts(*patterns: str) -> list[str]:
@@ -77,7 +110,9 @@ def mutated(draw: st.DrawFn, seeds: Sequence[str], tokens: Sequence[str] = ()) -
         at = draw(st.integers(0, len(text)))
         end = draw(st.integers(at, min(len(text), at + 400)))
         kind = draw(st.sampled_from(("insert", "delete", "repeat", "replace", "cut", "swap")))
-        if kind == "insert":
+        if draw(st.integers(0, 9)) == 0:
+            text = draw(heavy(text, at, end))
+        elif kind == "insert":
             text = text[:at] + draw(pieces) + text[at:]
         elif kind == "delete":
             text = text[:at] + text[end:]

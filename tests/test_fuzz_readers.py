@@ -273,22 +273,48 @@ SSE_TOKENS = ("data: ", "data:", "\n\n", "\r\n", ": ping\n\n", "[DONE]", '"usage
     mutated_bytes(_sse_seeds(), SSE_TOKENS),
     st.lists(st.integers(0, 10_000), max_size=12),
     st.integers(1, 64),
+    st.sampled_from([None, 0.5, 300.0]),
 )
-def test_sse_events_split_anywhere(raw: bytes, cuts: list[int], max_tokens: int) -> None:
-    from wizard.probes.sse import OversizedEventError, SseParser
+def test_sse_events_split_anywhere(
+    raw: bytes, cuts: list[int], max_tokens: int, deadline_s: float | None
+) -> None:
+    from wizard.probes.sse import OversizedEventError, OversizedStreamError, SseParser, event_limit
     from wizard.probes.stream import StreamSample, stream_report
 
     sample = StreamSample(send_ns=0)
-    parser = SseParser(sample, max_tokens=max_tokens)
+    parser = SseParser(sample, max_tokens=max_tokens, deadline_s=deadline_s)
     bounds = [0, *sorted(c % (len(raw) + 1) for c in cuts), len(raw)]
     try:
         for now, (start, end) in enumerate(itertools.pairwise(bounds), start=1):
             parser.feed(raw[start:end], now * 1_000_000)
-    except OversizedEventError as exc:
+    except (OversizedEventError, OversizedStreamError) as exc:  # an event flood stops here
         assert one_line(str(exc))
     report = stream_report([sample])
     printable_json(report, len(raw))
     assert len(sample.itl_per_token_ms or []) <= max_tokens
+    assert len(sample.output_times_ns) <= sample.events <= event_limit(max_tokens)
+
+
+# -- playbook YAML -------------------------------------------------------------------------------
+
+SMALL_PLAYBOOKS = fixture_texts("playbooks/*.yaml")
+
+
+@FUZZ
+@given(
+    mutated(SMALL_PLAYBOOKS, ("&a ", "*a", "<<: *a\n", "- ", ": ", "{en: x, zh: y}", "!!python/"))
+)
+def test_playbook_text(text: str) -> None:
+    from wizard import playbook
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "book.yaml"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        try:
+            playbook.load(path)
+        except playbook.PlaybookError as exc:  # every problem on its own line, each file:line
+            assert exc.problems and all(one_line(p) for p in exc.problems), exc.problems
+            assert all(p.startswith(f"{path}:") for p in exc.problems), exc.problems
 
 
 # -- transcripts, raw ----------------------------------------------------------------------------

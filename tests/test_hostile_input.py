@@ -248,6 +248,9 @@ def test_pasted_manifests_and_commands_cannot_blow_up() -> None:
     report = read_lines([
         "        image: vllm/vllm-openai:latest\n",
         f"        args: {bomb}\n",
-        "args: Namespace(" + "model='m', " * 50_000 + "max_num_seqs=" + "9" * 5000 + ")\n",
+        "args: Namespace(" + "model='m', " * 5_000 + "max_num_seqs=" + "9" * 5000 + ")\n",
+        # Past the reader's line bound (issue #27): skipped, not read.
+        "args: Namespace(" + "model='n', " * 50_000 + "max_num_seqs=" + "9" * 5000 + ")\n",
     ])  # fmt: skip
     assert report["max_num_seqs"] is None and report["model"] == "m"
+    assert report["notes"][-1] == "line 4: longer than 65,536 characters: skipped"

@@ -84,7 +84,7 @@ def test_multi_token_events(faults: str) -> None:
     assert len(sample.output_times_ns) == 2 and sample.output_tokens == 4  # usage wins over events
     assert sample.tpot_ms is not None and sample.itl_ms[0] >= 40
     assert sample.tpot_ms == pytest.approx(sample.itl_ms[0] / 3)
-    assert sample.output_event_tokens == [3, 1]
+    assert list(sample.output_event_tokens) == [3, 1]
     assert sample.itl_per_token_ms == sample.itl_ms  # the later event carried one token
 
 

@@ -23,9 +23,11 @@ import yaml
 
 from wizard import prompts
 from wizard.errors import UsageError
+from wizard.files import MIB, read_bytes
 from wizard.numbers import MAX_DIGITS, parse_float
 from wizard.playbook import Finding, Playbook, Question
 from wizard.words import say, texts
+from wizard.yamlines import YamlBoundError, located, safe_load
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,7 @@ class AutoOperator:
 
 
 # What a question id or a finding code looks like; any other key is not echoed.
+MAX_ANSWERS_BYTES = MIB  # an answers file is a few dozen lines
 ID_LIKE = re.compile(r"[a-z][a-z0-9_]{0,63}|LAT\d{3}")
 
 
@@ -152,7 +155,10 @@ class ScriptedOperator:
     ) -> ScriptedOperator:
         """Load and check an answers file against the playbook."""
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = safe_load(read_bytes(path, MAX_ANSWERS_BYTES).decode("utf-8"))
+        except YamlBoundError as exc:
+            said = located(path, exc.line, exc.texts)
+            raise UsageError(said["en"], said) from None
         except OSError as exc:
             raise UsageError.os_said("error.answers_unreadable", exc, path=path) from None
         except UnicodeDecodeError as exc:

@@ -18,9 +18,10 @@ import networkx as nx
 from wizard import conditions
 from wizard.changes import COMPUTERS
 from wizard.errors import WizardError
+from wizard.files import read_bytes
 from wizard.probes.registry import PROBES
 from wizard.vocabulary import CAUSES, LANGUAGES, LAYERS, PROCEDURE_ITEMS, SEVERITIES
-from wizard.yamlines import Path_, YamlError, line_of, load_with_lines
+from wizard.yamlines import Path_, YamlError, line_of, load_with_lines, located
 
 END = "end"
 # A finding's `remeasure` for a cause that kept the server from starting: no round can be repeated,
@@ -28,6 +29,7 @@ END = "end"
 START = "start"
 CODE = re.compile(r"^LAT\d{3}$")
 QUESTION_TYPES = ("text", "number", "select", "confirm")
+MAX_PLAYBOOK_BYTES = 16 * 1024 * 1024  # the shipped playbook is 125 KB
 DEFAULT_PLAYBOOK = Path(__file__).resolve().parent.parent / "playbook" / "vllm-latency.yaml"
 
 Text = dict[str, str]
@@ -127,8 +129,8 @@ class Playbook:
 class PlaybookError(WizardError):
     """Every problem found in a playbook, one ``file:line: message`` per line."""
 
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("\n".join(problems))
+    def __init__(self, problems: list[str], texts: dict[str, str] | None = None) -> None:
+        super().__init__("\n".join(problems), texts)
         self.problems = problems
 
 
@@ -147,7 +149,7 @@ def load(path: Path | str = DEFAULT_PLAYBOOK) -> Playbook:
     """Read, parse and validate a playbook; raise PlaybookError with every problem."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_bytes(path, MAX_PLAYBOOK_BYTES)
     except OSError as exc:
         raise PlaybookError([f"{path}: cannot read: {exc.strerror}"]) from None
     try:
@@ -155,7 +157,8 @@ def load(path: Path | str = DEFAULT_PLAYBOOK) -> Playbook:
     except UnicodeDecodeError:
         raise PlaybookError([f"{path}:1: not UTF-8 text"]) from None
     except YamlError as exc:
-        raise PlaybookError([f"{path}:{exc.line or 1}: {exc}"]) from None
+        said = located(path, exc.line, exc.texts)
+        raise PlaybookError([said["en"]], said) from None
     errors = _Collector(str(path), lines)
     playbook = _parse(data, errors, hashlib.sha256(raw).hexdigest(), str(path))
     if playbook is not None:

@@ -30,9 +30,12 @@ from typing import Any
 from wizard import __version__, event_shapes, safejson, signing
 from wizard.auth import MASK, USERINFO, secret_pattern
 from wizard.errors import WizardError
+from wizard.files import read_bytes
 from wizard.words import texts
 
 SCHEMA_VERSION = 1
+# A whole walk is ~400 KB (transcripts/examples); a transcript 160 times that is none of ours.
+MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
 # Bearer tokens and obvious key assignments are masked even when nobody told us the key.
 # A token ends where a header value or a word ends: at whitespace, a quote, a backtick, an angle
 # bracket or a backslash (a JSON escape follows), and sentence punctuation at its end is not part
@@ -233,7 +236,7 @@ def load(path: Path | str, salvage: bool = False) -> Transcript:
     """
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_bytes(path, MAX_TRANSCRIPT_BYTES, TranscriptError)
     except OSError as exc:
         raise TranscriptError.cannot_read(path, exc) from None
     if not raw:

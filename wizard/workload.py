@@ -182,7 +182,8 @@ def read_body(path: Path) -> dict[str, Any]:
     if path.is_dir():
         raise UsageError.said("error.body_folder", path=path)
     try:
-        raw = path.read_bytes()[: MAX_BODY_BYTES + 1]
+        with path.open("rb") as handle:  # at most one byte past the bound (a FIFO may not end)
+            raw = handle.read(MAX_BODY_BYTES + 1)
     except FileNotFoundError:
         raise UsageError.said("error.body_missing", path=path) from None
     except OSError as exc:

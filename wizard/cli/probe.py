@@ -439,11 +439,13 @@ def run_metrics(args: argparse.Namespace) -> int:
 
     from wizard import aio
     from wizard.errors import UsageError, WizardError
+    from wizard.files import read_bytes
+    from wizard.probes.bounded import MAX_BODY_BYTES  # a saved /metrics: as one scraped
     from wizard.probes.metrics import delta, parse
 
     def read_text(path: str) -> str:
         try:
-            text = Path(path).read_bytes().decode("utf-8", errors="replace")
+            text = read_bytes(path, MAX_BODY_BYTES).decode("utf-8", errors="replace")
         except OSError as exc:
             raise UsageError.cannot_read(path, exc) from None
         if not text.strip():
@@ -527,14 +529,14 @@ def run_vllm_log(args: argparse.Namespace) -> int:
     from wizard.terminal import printable
     from wizard.words import say
 
-    if args.file != "-" and Path(args.file).is_dir():
-        try:
+    try:
+        if args.file != "-" and Path(args.file).is_dir():
             report = vllm_logs.read_path(args.file)
-        except WizardError as exc:  # as a file that cannot be read: a usage error
-            raise UsageError(str(exc), exc.texts) from None
-    else:
-        with text_input(args.file) as handle:
-            report = vllm_logs.read_stream(handle, args.file)
+        else:
+            with text_input(args.file) as handle:
+                report = vllm_logs.read_stream(handle, args.file)
+    except WizardError as exc:  # as a file that cannot be read (or is no text): a usage error
+        raise UsageError(str(exc), exc.texts) from None
     # The reader notes when no line of the input looked like vLLM's (a wrong file, an empty paste).
     recognised = "note" not in report
     lang = chosen_language(args)

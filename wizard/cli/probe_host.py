@@ -64,11 +64,17 @@ def run_topology(args: argparse.Namespace) -> int:
     import json
 
     from wizard.cli.inputs import text_input
-    from wizard.probes.topology import TOPOLOGY_ERRORS, interconnect, parse_topology
+    from wizard.files import read_handle
+    from wizard.probes.topology import (
+        MAX_TOPOLOGY_CHARS,
+        TOPOLOGY_ERRORS,
+        interconnect,
+        parse_topology,
+    )
     from wizard.words import say, value_word
 
     with text_input(args.file) as handle:
-        text = handle.read()
+        text = read_handle(handle, MAX_TOPOLOGY_CHARS, args.file)
     topology = parse_topology(text)
     topology["interconnect"] = interconnect(topology, args.visible)
     lang = chosen_language(args)

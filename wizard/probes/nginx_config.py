@@ -30,6 +30,7 @@ from typing import Any
 import crossplane
 
 from wizard.errors import WizardError
+from wizard.files import read_bytes
 from wizard.numbers import parse_float
 from wizard.words import texts
 
@@ -81,11 +82,16 @@ def parse_time(value: str) -> float | None:
     return total if matched and math.isfinite(total) else None
 
 
+# A config file or an `nginx -T` dump: a large site's dump, geo and map files included, is a few
+# MB; 64 MiB of it is no config anyone pastes.
+MAX_CONFIG_BYTES = 64 * 1024 * 1024
+
+
 def load_files(source: Path) -> tuple[dict[str, str], list[str]]:
     """The config as ``{path: text}`` plus its root file(s)."""
     if source.is_dir():
         files = {
-            str(p): p.read_text(encoding="utf-8", errors="replace")
+            str(p): read_bytes(p, MAX_CONFIG_BYTES, WizardError).decode("utf-8", "replace")
             for p in sorted(source.rglob("*.conf"))
         }
         main = source / "nginx.conf"
@@ -93,7 +99,7 @@ def load_files(source: Path) -> tuple[dict[str, str], list[str]]:
             raise WizardError.said("error.no_conf_files", path=source)
         return files, [str(main)] if str(main) in files else sorted(files)
     try:
-        text = source.read_text(encoding="utf-8", errors="replace")
+        text = read_bytes(source, MAX_CONFIG_BYTES, WizardError).decode("utf-8", "replace")
     except OSError as exc:
         raise WizardError.cannot_read(source, exc) from None
     markers = list(DUMP_MARKER.finditer(text))

@@ -18,15 +18,44 @@ MAX_MESSAGE_CHARS = 300
 OTHER_FIELDS = (b"event:", b"id:", b"retry:")
 
 
+# Events a request may bring. vLLM sends one chunk per choice per engine step, and a step adds at
+# least one token to each unfinished choice, so a stream has at most one output event per token
+# asked for (twice that as a margin: a detokenizer may hold text back into an empty chunk),
+# plus a few frames that are no tokens: the chat role chunk, a finish chunk, the usage chunk,
+# [DONE]. A server sending far more is flooding the client (5.9 M tiny events grew one request
+# to 877 MB before this bound).
+EVENTS_PER_TOKEN = 2
+FRAME_ALLOWANCE = 16
+# A body without max_tokens: vLLM's default is the context left; 128 Ki tokens is a long-context
+# model's whole context.
+UNKNOWN_OUTPUT_LIMIT = 128 * 1024
+# Frames that carry no data (keep-alive comments, blank events) per second of the request's
+# deadline: vLLM's --sse-keep-alive-interval is seconds (for a proxy's read timeout), so 100 a
+# second is far above any real stream, and a flood of them ends long before its deadline.
+EMPTY_FRAMES_PER_S = 100
+
+
 class OversizedEventError(Exception):
     """The server sent more than MAX_EVENT_BYTES without ending an event."""
+
+
+class OversizedStreamError(Exception):
+    """The server sent more events than the request can have (a one-line message)."""
+
+
+def event_limit(max_tokens: int | None, choices: int = 1) -> int:
+    """The most data events a request for ``max_tokens`` tokens in ``choices`` choices may bring."""
+    tokens = max_tokens if max_tokens is not None else UNKNOWN_OUTPUT_LIMIT
+    return EVENTS_PER_TOKEN * max(choices, 1) * max(tokens, 1) + FRAME_ALLOWANCE
 
 
 class SseParser:
     """Splits a byte stream into SSE events and records each one in the sample.
 
     ``max_tokens`` is what the request asked for: a server claiming more completion tokens is not
-    believed (the per-token ITL split would otherwise build one entry per claimed token).
+    believed (the per-token ITL split would otherwise build one entry per claimed token), and
+    more data events than ``event_limit`` allows, or more frames without data than
+    EMPTY_FRAMES_PER_S over ``deadline_s``, stop the request (OversizedStreamError).
     """
 
     def __init__(
@@ -34,11 +63,18 @@ class SseParser:
         sample: StreamSample,
         on_first_output: Callable[[], None] | None = None,
         max_tokens: int | None = None,
+        choices: int = 1,
+        deadline_s: float | None = None,
     ) -> None:
         self.sample = sample
         self._buffer = b""
         self._on_first_output = on_first_output
         self._max_tokens = max_tokens
+        self._max_events = event_limit(max_tokens, choices)
+        self._max_empty = (
+            None if deadline_s is None else int(EMPTY_FRAMES_PER_S * deadline_s) + FRAME_ALLOWANCE
+        )
+        self._empty = 0
         # What was wrong with the first malformed event, for the request's error message.
         self.first_malformed: str | None = None
 
@@ -63,8 +99,18 @@ class SseParser:
             elif line.strip() and not line.startswith(OTHER_FIELDS):
                 self._malformed(f"a line that is no SSE field: {_quoted(line)}")
         if not data_lines:
+            if self._empty == self._max_empty:
+                raise OversizedStreamError(
+                    f"more than {self._max_empty:,} frames without data (comments, blank events)"
+                )
+            self._empty += 1
             return 0
-        self.sample.event_times_ns.append(now)
+        if self.sample.events == self._max_events:
+            asked = (
+                "no max_tokens" if self._max_tokens is None else f"max_tokens {self._max_tokens}"
+            )
+            raise OversizedStreamError(f"more than {self._max_events:,} events for {asked}")
+        self.sample.events += 1
         data = b"\n".join(data_lines)
         if data == b"[DONE]":
             self.sample.saw_done = True

@@ -31,6 +31,7 @@ import itertools
 import secrets
 import time
 import weakref
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -43,7 +44,7 @@ from wizard.probes.bounded import request_deadline_s
 from wizard.probes.lean_http import open_stream
 from wizard.probes.protocol_backend import arrival_clock
 from wizard.probes.reach import explain
-from wizard.probes.sse import OversizedEventError, SseParser
+from wizard.probes.sse import OversizedEventError, OversizedStreamError, SseParser
 
 Endpoint = Literal["chat", "completions"]
 ENDPOINT_PATHS: dict[str, str] = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
@@ -83,6 +84,12 @@ class RequestSpec:
             limit = self.template.get("max_completion_tokens", self.template.get("max_tokens"))
             return limit if isinstance(limit, int) and not isinstance(limit, bool) else None
         return self.max_tokens
+
+    @property
+    def choices(self) -> int:
+        """The choices each request asks for: a replayed body's ``n``, else one."""
+        n = (self.template or {}).get("n", 1)
+        return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 1
 
     def synthetic_prompt(self) -> str:
         """``input_tokens`` filler words, shaped by ``distinct`` and the shared prefix."""
@@ -190,11 +197,12 @@ class StreamSample:
     headers_ns: int | None = None
     done_ns: int | None = None
     saw_done: bool = False
-    output_times_ns: list[int] = field(default_factory=list)
-    output_event_tokens: list[int] = field(default_factory=list)
-    event_times_ns: list[int] = field(default_factory=list)
-    read_times_ns: list[int] = field(default_factory=list)
-    read_events: list[int] = field(default_factory=list)
+    # Per output event, and per network read that completed any: compact arrays (8 bytes an
+    # entry, not a Python int's 36), as a long stream has thousands.
+    output_times_ns: array[int] = field(default_factory=lambda: array("q"))
+    output_event_tokens: array[int] = field(default_factory=lambda: array("q"))
+    read_events: array[int] = field(default_factory=lambda: array("q"))
+    events: int = 0  # data events of every kind (the flood bound counts them)
     usage_tokens: int | None = None
     finish_reason: str | None = None
     keep_alives: int = 0
@@ -378,8 +386,8 @@ async def measure_stream(
         if name is not None:
             setattr(sample, name, now)
 
-    parser = SseParser(sample, on_first_output, spec.output_limit)
     deadline_s = request_deadline_s(client)
+    parser = SseParser(sample, on_first_output, spec.output_limit, spec.choices, deadline_s)
     try:
         async with (
             asyncio.timeout(deadline_s),
@@ -402,14 +410,15 @@ async def measure_stream(
             # stamped when they arrived where the connection knows it (the timing client's).
             clock = arrival_clock(response)
             async for data in response.aiter_bytes():
-                now = clock()
-                sample.read_times_ns.append(now)
-                sample.read_events.append(parser.feed(data, now))
+                if outputs := parser.feed(data, clock()):
+                    sample.read_events.append(outputs)
     except TimeoutError:
         sample.error_kind = "deadline"
         sample.error = f"no complete response from {url} within its {deadline_s:g} s deadline"
     except OversizedEventError as exc:
         sample.error_kind, sample.error = "oversized_event", f"{url} sent {exc}"
+    except OversizedStreamError as exc:
+        sample.error_kind, sample.error = "oversized_stream", f"{url} sent {exc}: stopped"
     except httpx.ConnectError as exc:
         sample.error_kind = "connection_refused"
         sample.error = f"cannot connect to {url}: {explain(exc, url)}"

@@ -16,6 +16,8 @@ from typing import Any
 
 from wizard.words import texts
 
+# `nvidia-smi topo -m` of 16 GPUs and their NICs is a few KB; a paste around it is not much more.
+MAX_TOPOLOGY_CHARS = 1024 * 1024
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 DEVICE = re.compile(r"^GPU\d+$")
 COLUMN = re.compile(r"^(?:GPU|NIC)\d+$|^mlx\d+_\d+$")

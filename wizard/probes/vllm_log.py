@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any, TextIO
 
 from wizard.numbers import MAX_DIGITS, parse_float, parse_int
 from wizard.probes import vllm_stats
+from wizard.probes.log_lines import BLOCK_CHARS, MAX_LINE_CHARS, line_blocks
 from wizard.probes.vllm_args import MANIFEST_FIRST, ArgsCollector, ServerArgs, read_namespace
 from wizard.probes.vllm_engine import (
     ENGINE_LINE,
@@ -378,14 +379,23 @@ class LogReader:
         return self.runs[-1]
 
     def feed(self, raw_line: str) -> None:
-        """One physical line (possibly several log lines glued together)."""
-        self.line_number += 1
+        """One physical line (possibly several log lines glued together); one longer than
+        MAX_LINE_CHARS is skipped with a note."""
         line = raw_line.rstrip("\n")
+        if len(line) > MAX_LINE_CHARS:
+            self.skip_long_line()
+            return
+        self.line_number += 1
         if _may_be_glued(line):
             for part in GLUE.split(line):
                 self._line(part)
         else:
             self._line(line)
+
+    def skip_long_line(self) -> None:
+        """A line longer than MAX_LINE_CHARS: counted and noted, never matched."""
+        self.line_number += 1
+        self.run.note(texts("lognote.long_line", line=self.line_number, most=f"{MAX_LINE_CHARS:,}"))
 
     def steady(self) -> bool:
         """Whether a line without any of ``NOT_A_NO_OP``'s needles changes nothing now: the run
@@ -634,7 +644,8 @@ class LogReader:
 
 
 def read_lines(lines: Iterable[str]) -> dict[str, Any]:
-    """Parse an iterable of lines (a file object streams; memory stays bounded)."""
+    """Parse an iterable of lines (memory is bounded by the longest line the iterable makes: a
+    stream is read with ``read_text``, whose lines are bounded)."""
     reader = LogReader()
     for line in lines:
         reader.feed(line)
@@ -642,38 +653,15 @@ def read_lines(lines: Iterable[str]) -> dict[str, Any]:
     return reader.result()
 
 
-BLOCK_CHARS = 1 << 20
-
-
-def line_blocks(handle: TextIO, block_chars: int = BLOCK_CHARS) -> Iterator[str]:
-    """The stream's text in blocks of whole lines, each ended by a newline: a line longer than a
-    block comes whole in a block of its own, and the last line gets the newline it lacked."""
-    partial: list[str] = []  # a line longer than a block, until its newline comes
-    while block := handle.read(block_chars):
-        if partial:
-            first = block.find("\n")
-            if first < 0:
-                partial.append(block)
-                continue
-            partial.append(block[: first + 1])
-            yield "".join(partial)
-            partial.clear()
-            block = block[first + 1 :]
-        cut = block.rfind("\n") + 1
-        if cut:
-            yield block[:cut]
-        if cut < len(block):
-            partial.append(block[cut:])
-    if partial:
-        yield "".join(partial) + "\n"
-
-
 def read_text(handle: TextIO, block_chars: int = BLOCK_CHARS) -> dict[str, Any]:
     """Parse a text stream block by block: the same reading as ``read_lines(handle)`` (whose lines
     end at each newline the stream gives), 3-4x faster on a long log; memory stays bounded."""
     reader = LogReader()
     for block in line_blocks(handle, block_chars):
-        reader.feed_text(block)
+        if block is None:
+            reader.skip_long_line()
+        else:
+            reader.feed_text(block)
     reader.finish()
     return reader.result()
 

@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from wizard.errors import WizardError
-from wizard.probes.vllm_log import BLOCK_CHARS, LogReader, line_blocks
+from wizard.probes.log_lines import (
+    BLOCK_CHARS,
+    MAX_LINE_CHARS,
+    MAX_SKIPPED_LINE_CHARS,
+    LineTooLongError,
+    line_blocks,
+)
+from wizard.probes.vllm_log import LogReader
 from wizard.words import texts
 
 POD_PREFIX = re.compile(r"^\[(?P<source>pod/[^/\]\s]+/[^\]\s]*)\] ")
@@ -45,6 +52,10 @@ class _Split:
     def __init__(self) -> None:
         self.readers: dict[str, LogReader] = {}
         self.unattributed = 0
+        self.long_lines = 0  # skipped once lines go to their pods: no pod's reader saw them
+
+    def skip_long_line(self) -> None:
+        self.long_lines += 1
 
     def feed(self, handle: TextIO, name: str, block_chars: int = BLOCK_CHARS) -> None:
         """One source: its prefixed lines to their pods' readers; without any, it is replica ``name``.
@@ -54,6 +65,9 @@ class _Split:
         plain = LogReader()
         prefixed = False
         for block in line_blocks(handle, block_chars):
+            if block is None:  # a line too long to read, whoever it belongs to
+                (plain if not prefixed else self).skip_long_line()
+                continue
             if not prefixed and ANY_POD_PREFIX.search(block) is None:
                 plain.feed_text(block)
                 continue
@@ -89,13 +103,24 @@ def read_path(path: str | Path) -> dict[str, Any]:
                 split.feed(handle, file.name)
         except OSError as exc:
             raise WizardError.cannot_read(file, exc) from None
+        except LineTooLongError:
+            raise _no_log(file) from None
     return combine(split)
+
+
+def _no_log(name: object) -> WizardError:
+    return WizardError.said(
+        "error.log_line_too_long", path=name, most=f"{MAX_SKIPPED_LINE_CHARS:,}"
+    )
 
 
 def read_stream(handle: TextIO, name: str = "-", block_chars: int = BLOCK_CHARS) -> dict[str, Any]:
     """One input (standard input, a paste) that may hold several pods' prefixed lines."""
     split = _Split()
-    split.feed(handle, name, block_chars)
+    try:
+        split.feed(handle, name, block_chars)
+    except LineTooLongError:
+        raise _no_log(name) from None
     return combine(split)
 
 
@@ -105,15 +130,17 @@ def combine(split: _Split) -> dict[str, Any]:
     for name, reader in split.readers.items():
         reader.finish()
         reports[name] = reader.result()
-    if len(reports) == 1 and not split.unattributed:
+    if len(reports) == 1 and not split.unattributed and not split.long_lines:
         return next(iter(reports.values()))
     chosen = next((n for n, r in reports.items() if r["errors"]), next(iter(reports)))
     report = dict(reports[chosen])
     report["notes"], report["notes_texts"] = list(report["notes"]), list(report["notes_texts"])
-    if split.unattributed:
-        said = texts("lognote.unattributed", lines=split.unattributed)
-        report["notes"].append(said["en"])
-        report["notes_texts"].append(said)
+    for key, count in (("lognote.unattributed", split.unattributed),
+                       ("lognote.long_lines", split.long_lines)):  # fmt: skip
+        if count:
+            said = texts(key, lines=count, most=f"{MAX_LINE_CHARS:,}")
+            report["notes"].append(said["en"])
+            report["notes_texts"].append(said)
     report.update(
         replica=chosen,
         replica_count=len(reports),
