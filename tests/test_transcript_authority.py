@@ -21,11 +21,10 @@ import pytest
 from tests.conftest import wizard_command
 from tests.forge import read_records, write_rechained
 from tests.recorder import Recorder
-from wizard import transcript
+from wizard import playbook, transcript
 from wizard.transcript import Redactor, TranscriptWriter
 
 ROOT = Path(__file__).resolve().parent.parent
-# Its playbook is today's, so resume gets as far as the URLs.
 EXAMPLE = ROOT / "transcripts" / "examples" / "1-kv-pressure-direct.ndjson"
 KEY = "sk-forgery-canary-5b2e91"
 
@@ -37,6 +36,8 @@ def forged(tmp_path: Path, url: str) -> Path:
     first = next(i for i, e in enumerate(events) if e["type"] == "measurement")
     text = json.dumps([header, events[: first + 1]]).replace(header["target"], url)
     header, events = json.loads(text)
+    # Today's playbook, so that resume gets as far as the URLs whatever the example was walked on.
+    header["playbook_sha256"] = playbook.load().sha256
     path = write_rechained(tmp_path / "forged.ndjson", header, events)
     transcript.load(path)  # the chain holds: it "verifies"
     return path
