@@ -94,7 +94,8 @@ def test_evidence_folder_is_read_by_content_not_by_name(tmp_path: Path) -> None:
     assert facts["vllm_log"] == str(tmp_path / "e")
     assert facts["sources"]["physical_cores"] == "a" and facts["sources"]["topology"] == "b"
     assert any(note.startswith("f: not recognised") for note in facts["notes"])
-    assert facts["gpu_host"] == {"physical_cores": 112, "gpus": 2, "gpus_total": 4}
+    assert facts["gpu_host"] == {"physical_cores": 112, "gpus": 2, "gpus_total": 4,
+                                 "gpu_memory_gib": 45.0}  # fmt: skip
 
 
 def test_a100_keeps_the_small_default_budget(tmp_path: Path) -> None:
