@@ -161,9 +161,11 @@ def budget_event(
     }
 
 
-def default_deadline(stages: list[dict[str, Any]]) -> float:
-    """The deadline sized from the planned rounds (see the module's docstring)."""
-    return float(sum(row["seconds"] for row in stages))
+def default_deadline(stages: list[dict[str, Any]], request_timeout_s: float) -> float:
+    """The deadline sized from the planned rounds (see the module's docstring), plus one request's
+    own timeout for everything that sends no completion (the readers, Prometheus, restarts): a
+    walk that plans no load round (a fleet-only playbook) had a deadline of 0 s and ended at once."""
+    return float(sum(row["seconds"] for row in stages)) + request_timeout_s
 
 
 @dataclass

@@ -185,6 +185,16 @@ def _probe(data: dict[str, Any], lang: str) -> RenderableType:
         return Text(host_line(facts, lang))
     if name == "vllm-log":
         return Text(log_line(facts, lang))
+    if name == "engine-state":
+        # Whether the engine died while serving: its reason in words, or that it still serves (the
+        # facts' own keys and Python values were printed raw).
+        if facts.get("died"):
+            return Text(
+                pick(facts.get("why_texts") or facts.get("why") or "", lang), style="bold red"
+            )
+        status = facts.get("health_status")
+        return Text(say("walk.engine_serving", lang,
+                        health=say("unknown", lang) if status is None else str(status)))  # fmt: skip
     if name == "endpoints" and facts.get("reachable") is False:
         # Absent in transcripts written before it was recorded; in every language since.
         why = pick(facts.get("error_texts") or facts.get("error"), lang)

@@ -342,6 +342,8 @@ WORDS: dict[str, dict[str, str]] = {
                           "zh": "{n} 轮后结论仍无定论：再次测量 {round}（{label}）以缩小区间"},
     "note.contended_again": {"en": "the measuring client was contended in {round} ({why}): measuring it again ({n} of {most})",
                              "zh": "{round} 中测量客户端受到争用（{why}）：再次测量（第 {n} 次，最多 {most} 次）"},
+    "walk.engine_serving": {"en": "  engine: no sign it died while serving (/health {health})",
+                            "zh": "  引擎：没有服务中死亡的迹象（/health {health}）"},
     "walk.inconclusive": {"en": "{code} inconclusive: the measuring client was contended ({rounds}); {reason}",
                           "zh": "{code} 尚无定论：测量客户端受到争用（{rounds}）；{reason}"},
     "inconclusive_label": {"en": "Inconclusive", "zh": "尚无定论"},

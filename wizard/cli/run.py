@@ -177,7 +177,7 @@ def _budget(args: argparse.Namespace, book: Any, workload: Any, operator: Any) -
 
     known = session_facts(args.proxy, args.target, args.nginx_conf, workload)
     stages = budget.plan(book, workload, known)
-    deadline = args.deadline or budget.default_deadline(stages)
+    deadline = args.deadline or budget.default_deadline(stages, args.timeout)
     planned = budget.budget_event(stages, args.max_requests, deadline)
     lang = args.lang or default_language()
     console().print(budget_text(planned, lang), soft_wrap=True)
