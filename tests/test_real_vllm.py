@@ -178,10 +178,14 @@ def test_one_sequence_under_eight_streams_is_queueing(real_vllm: RealVllm, tmp_p
     assert refusals({"max_num_seqs": change["after"], "max_model_len": MAX_MODEL_LEN}) == []
 
 
-def started_again(tmp_path: Path, refused: RealVllm, fixed: RealVllm, code: str) -> bool:
+def started_again(
+    tmp_path: Path, refused: RealVllm, fixed: RealVllm, code: str, parameter: str
+) -> bool:
     """Whether ``code``'s gone condition holds for the fixed server: its log appended to the
     refused one's (as a restart into the same file writes it), read as the walk reads it. The
-    two starts' logged arguments must differ in the finding's one parameter only."""
+    two starts' logged arguments must differ in the change's one parameter only: the one the walk
+    computed (LAT040 lowers max_model_len on a CPU, where the playbook's lever is the GPU's
+    memory share), as the walk's own one-change check reads it."""
     from wizard import conditions, config_check, playbook
     from wizard.probes.vllm_log import read_text, walk_facts
 
@@ -197,7 +201,7 @@ def started_again(tmp_path: Path, refused: RealVllm, fixed: RealVllm, code: str)
     before, after = (config_check.logged(run) for run in report["runs"])
     assert before is not None and after is not None  # vLLM logs them before it checks them
     diffs = config_check.differences(before, after)
-    checked = config_check.judge(finding.change["parameter"], diffs, set(before) & set(after))
+    checked = config_check.judge(parameter, diffs, set(before) & set(after))
     assert checked["verdict"] == "confirmed", diffs
     return conditions.evaluate(finding.gone, facts, {})
 
@@ -244,7 +248,8 @@ def test_cache_too_small_to_start_gets_the_logs_estimate(
         args=("--num-gpu-blocks-override", "16", "--max-model-len", str(change["after"])),
     )
     assert fixed.running, fixed.log()[-2000:]
-    assert started_again(tmp_path, real_vllm, fixed, "LAT040")  # the start proves the change
+    # the start proves the change
+    assert started_again(tmp_path, real_vllm, fixed, "LAT040", change["parameter"])
 
 
 @pytest.mark.parametrize(
@@ -276,7 +281,8 @@ def test_a_refused_start_gets_its_own_cause_and_the_value_filled_in_starts(
         f"{real_vllm.name}-fixed", args=tuple(a.format(after=after) for a in fixed)
     )
     assert started.running, started.log()[-2000:]
-    assert started_again(tmp_path, real_vllm, started, code)  # the start proves the change
+    # the start proves the change
+    assert started_again(tmp_path, real_vllm, started, code, change["parameter"])
 
 
 @pytest.mark.real_vllm("no_template_key")

@@ -53,6 +53,17 @@ def vllm_python() -> str:
 CPUINFO = Path("/proc/cpuinfo")
 
 
+# The tiny model's own dtype (its config.json: torch_dtype), which vLLM takes when none is given.
+MODEL_DTYPE = "bfloat16"
+
+
+def dtype_flags() -> list[str]:
+    """``--dtype`` only where the host needs another than the model's own: a flag given without
+    need is one more logged argument than the simulator's (the parity test compares them)."""
+    chosen = host_dtype()[0]
+    return [] if chosen == MODEL_DTYPE else ["--dtype", chosen]
+
+
 def host_dtype() -> tuple[str, str]:
     """The ``--dtype`` the real server starts with on this host, and why (said in the test report).
 
@@ -70,14 +81,14 @@ def host_dtype() -> tuple[str, str]:
             [],
         )  # fmt: skip
     except OSError as error:
-        return "bfloat16", f"the model's own dtype ({CPUINFO} unreadable: {error.strerror})"
+        return MODEL_DTYPE, f"the model's own dtype ({CPUINFO} unreadable: {error.strerror})"
     amx = sorted(flag for flag in flags if flag.startswith("amx"))
     if amx:
         return "float32", (
             f"this CPU has AMX ({' '.join(amx)}), where vLLM 0.32's CPU bfloat16 path dies with "
             "SIGILL on the first request"
         )
-    return "bfloat16", "the model's own dtype (this CPU has no AMX, whose bfloat16 path fails)"
+    return MODEL_DTYPE, "the model's own dtype (this CPU has no AMX, whose bfloat16 path fails)"
 
 
 def make_model(directory: Path, *, chat_template: bool = True) -> Path:
@@ -154,7 +165,7 @@ class RealVllm:
         flags = [
             "--model", str(model_dir), "--load-format", "dummy",
             "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(self.port),
-            "--max-model-len", str(MAX_MODEL_LEN), "--enforce-eager", "--dtype", host_dtype()[0],
+            "--max-model-len", str(MAX_MODEL_LEN), "--enforce-eager", *dtype_flags(),
             *self.args,
         ]  # fmt: skip
         if self.api_key:
