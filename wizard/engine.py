@@ -24,6 +24,7 @@ from wizard.measure import (
 from wizard.operator import Decision, Operator, coerce
 from wizard.playbook import END, START, Finding, Node, Playbook, ProbeCall
 from wizard.probes.runner import ProbeContext, ProbeResult, run_probe
+from wizard.sequential import Question
 from wizard.transcript import TranscriptWriter
 from wizard.words import LANGS, evidence_source, joined, percent, recorded, texts
 from wizard.workload import Workload
@@ -142,6 +143,9 @@ class Session:
     # Rounds whose A/A repeat disagreed with them: {round: {"repeat": as, "moved": {...}}}.
     unstable: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_measure: dict[str, tuple[ProbeCall, dict[str, Any]]] = field(default_factory=dict)
+    # How many changes had been made when each load round (measure, validate) last succeeded: a
+    # round walked again that no change since can have touched is not measured again.
+    ran_after: dict[str, int] = field(default_factory=dict)
     # The stage being walked, and how many findings came before it (its PASS line counts the rest).
     stage: str | None = None
     stage_start: int = 0
@@ -180,6 +184,8 @@ def restore(session: Session, events: list[dict[str, Any]]) -> str:
             session.facts[data["as"]] = (
                 data["facts"] if not data["error"] else {"error": data["error"]}
             )
+            if not data["error"]:
+                session.ran_after[data["as"]] = len(session.changes)
         elif kind == "finding":
             session.findings.append(data)
         elif kind == "measurement":
@@ -431,7 +437,12 @@ def _unjudged(session: Session, node: Node, code: str, condition: Any) -> None:
 
 
 async def _probe(
-    session: Session, node: Node, call: ProbeCall, round_label: str | None = None, repeated: int = 0
+    session: Session,
+    node: Node,
+    call: ProbeCall,
+    round_label: str | None = None,
+    repeated: int = 0,
+    question: Question | None = None,
 ) -> dict[str, Any]:
     # `repeat_of: AS` marks an A/A round (the same measurement again), `compare_with: AS` a run
     # to set beside an earlier one (LoadGen after the changes, P6.5): not probe parameters.
@@ -442,6 +453,14 @@ async def _probe(
         for key, value in call.params.items()
         if key not in ("repeat_of", "compare_with")
     }
+    if round_label is None and (since := _untouched_since(session, call, params)) is not None:
+        if since:
+            note(session, node.id, "note.still_current", round=call.as_, changes=since)
+        else:
+            note(session, node.id, "note.still_current_unchanged", round=call.as_)
+        return dict(session.facts[call.as_])
+    if call.name == "measure" and question is None and repeat_of:
+        question = _aa_question(session, str(repeat_of))
     # The incident's request shape (run --model/--endpoint/... or --request-body) and its API.
     params = (session.ctx.workload or Workload()).round_params(
         call.name, params, session.answers.get("api")
@@ -461,12 +480,18 @@ async def _probe(
         return {"error": "skipped: --max-requests"}
 
     async def run_once() -> ProbeResult:
-        session.on_busy({"probe": call.name, "round": label, "params": params})
+        # A round compared with others stops once it has answered (sequential.py).
+        session.ctx.question = question if call.name == "measure" else None
+        busy: dict[str, Any] = {"probe": call.name, "round": label, "params": params}
+        if question is not None and call.name == "measure":
+            busy["compared_with"] = question.about
+        session.on_busy(busy)
         try:
             return await budget.run_within(
                 session.limits, call.name, cost, lambda: run_probe(call.name, session.ctx, params)
             )
         finally:
+            session.ctx.question = None
             session.on_busy(None)
 
     result = await run_once()
@@ -483,6 +508,8 @@ async def _probe(
         result = await run_once()
     session.facts[call.as_] = result.facts if result.error is None else {"error": result.error}
     session.stage_errors += result.error is not None
+    if result.error is None:
+        session.ran_after[call.as_] = len(session.changes)
     session.record("probe_result", node.id, {"as": call.as_, "round": label, **result.to_dict()})
     if call.name == "measure" and result.error is None:
         measurement = {"as": call.as_, "round": label, "fingerprint": result.facts["fingerprint"],
@@ -510,12 +537,41 @@ async def _probe(
                 label = f"{call.as_}#{repeated + 2}"
                 note(session, node.id, "note.baseline_disagrees", round=str(repeat_of), again=label,
                      moved=stability.moved_text(moved))  # fmt: skip
-                return await _probe(session, node, call, label, repeated + 1)
+                return await _probe(session, node, call, label, repeated + 1, question)
             note(session, node.id, "note.baseline_unstable", round=str(repeat_of),
                  moved=stability.moved_text(moved))  # fmt: skip
     if compare_with and result.error is None:
         _side_by_side(session, node, str(compare_with), call.as_)
     return result.facts
+
+
+# The only changes that leave a path's rounds as they were: nginx's, on the direct path (every
+# other layer, the server, its host, the client, the wizard's own measuring client, touches all).
+PATH_ONLY_LAYERS = {"nginx": "proxy"}
+LOAD_PROBES = ("measure", "validate")
+
+
+def _untouched_since(session: Session, call: ProbeCall, params: dict[str, Any]) -> str | None:
+    """A load round walked again (the baseline after an early nginx stage) that no change since
+    its last success can have touched: its figures still describe the server, and measuring it
+    again would only spend time and load. Returns the changes it outlived (None: measure it)."""
+    if call.name not in LOAD_PROBES or call.as_ not in session.ran_after:
+        return None
+    if "error" in (session.facts.get(call.as_) or {"error": None}):
+        return None
+    since = session.changes[session.ran_after[call.as_] :]
+    path = str(params.get("path", "direct"))
+    if any(PATH_ONLY_LAYERS.get(str(c.get("layer")), path) == path for c in since):
+        return None
+    return ", ".join(f"{c['parameter']} ({c['layer']})" for c in since)
+
+
+def _aa_question(session: Session, first_as: str) -> Question | None:
+    """An A/A repeat's question: does it agree with its first round, or not?"""
+    first = next((m for m in reversed(session.measurements) if m["as"] == first_as), None)
+    if first is None:
+        return None
+    return Question([[first["values"]]], COMPARED_SEGMENTS, about=first_as)
 
 
 def _client_reason(client: dict[str, Any]) -> dict[str, str] | str:
@@ -687,7 +743,20 @@ async def _remeasure(session: Session, node: Node, finding: Finding, restarted: 
     previous = [m for m in session.measurements if m["as"] == target_as]
     round_label = f"{target_as}#{len(previous) + 1}"
     before_round = dict(session.facts.get(target_as) or {})
-    facts = await _probe(session, node, call, round_label)
+    states = []
+    if previous:
+        states = [_state_of(session, previous[0])]
+        if _state_of(session, previous[-1]) != states[0]:
+            states.append(_state_of(session, previous[-1]))
+
+    def question(earlier: list[dict[str, Any]]) -> Question | None:
+        if not states:
+            return None
+        return Question([[m["values"] for m in state] for state in states], COMPARED_SEGMENTS,
+                        session.facts.get("noise") or {}, [m["values"] for m in earlier],
+                        about=target_as)  # fmt: skip
+
+    facts = await _probe(session, node, call, round_label, question=question([]))
     if "error" in facts:
         return
     if restarted and not await _check_one_change(session, node, before_round, facts):
@@ -697,15 +766,12 @@ async def _remeasure(session: Session, node: Node, finding: Finding, restarted: 
         note(session, node.id, "note.no_earlier", round=target_as)
         return
     after = [session.measurements[-1]]
-    states = [_state_of(session, previous[0])]
-    if _state_of(session, previous[-1]) != states[0]:
-        states.append(_state_of(session, previous[-1]))
     for repeat in range(REPEATS_WHEN_INCONCLUSIVE):
         if not _inconclusive(session, states, after):
             break
         label = f"{target_as}#{len(previous) + 2 + repeat}"
         note(session, node.id, "note.inconclusive", n=len(after), round=target_as, label=label)
-        if "error" in await _probe(session, node, call, label):
+        if "error" in await _probe(session, node, call, label, question=question(after)):
             break
         after.append(session.measurements[-1])
     expected = finding.expected_worse

@@ -288,6 +288,7 @@ def compare_rounds(
     after: Sequence[dict[str, list[float]]],
     segments: Sequence[str],
     noise: dict[str, float] | None = None,
+    confidence: float = 0.95,
 ) -> list[Comparison]:
     """Judge pooled rounds of one state against pooled rounds of another, segment by segment.
 
@@ -304,7 +305,7 @@ def compare_rounds(
             band = max(band, noise_band(after[0][key], after[1][key]) or 0.0)
         result = compare_values(
             segment, [v for r in before for v in r[key]], [v for r in after for v in r[key]],
-            noise=band,
+            noise=band, confidence=confidence,
         )  # fmt: skip
         results.append(replace(result, judged_by=key) if key != segment else result)
     return results

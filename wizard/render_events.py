@@ -312,6 +312,10 @@ def busy_text(call: dict[str, Any], lang: str = "en") -> str:
         )
     )
     via = say("busy.via", lang, endpoint=params["endpoint"]) if params.get("endpoint") else ""
+    if name == "measure" and call.get("compared_with"):
+        return say("busy.measure_until", lang, label=label, streams=params.get("concurrency"),
+                   requests=params.get("requests"), shape=shape, via=via,
+                   about=call["compared_with"])  # fmt: skip
     if name == "measure":
         return say("busy.measure", lang, label=label, streams=params.get("concurrency"),
                    requests=params.get("requests"), shape=shape, via=via)  # fmt: skip
@@ -466,6 +470,13 @@ def measurement_table(facts: dict[str, Any], title: str, lang: str = "en") -> Ta
                          kv="?" if kv_peak is None else f"{kv_peak:.1%}"))  # fmt: skip
         if (outside := outside_engine(server.get("ttft_outside_engine_ms"))) is not None:
             notes.append(say("table.outside", lang, ms=_ms(outside)))
+    sequential = facts.get("sequential") or {}
+    if sequential.get("answered_after") is not None:
+        notes.append(say("table.answered", lang, n=sequential["steady_sent"],
+                         budget=sequential["budget"], about=sequential["about"]))  # fmt: skip
+    elif sequential:
+        notes.append(say("table.unanswered", lang, budget=sequential["budget"],
+                         about=sequential["about"]))  # fmt: skip
     burst = facts.get("burst") or {}
     if burst.get("max_events_per_read", 0) > 1:
         notes.append(say("table.bursts", lang, n=burst["max_events_per_read"]))

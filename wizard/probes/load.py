@@ -19,7 +19,7 @@ import contextlib
 import ssl
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,6 +144,19 @@ class ClientHealth:
         }
 
 
+def sample_values(samples: Sequence[StreamSample]) -> dict[str, list[float]]:
+    """Per segment, the values of the samples that completed (a measurement's ``values``)."""
+    ok = [s for s in samples if s.ok]
+    return {
+        "ttft_ms": [s.ttft_ms for s in ok if s.ttft_ms is not None],
+        "tpot_ms": [s.tpot_ms for s in ok if s.tpot_ms is not None],
+        "itl_ms": [gap for s in ok for gap in s.itl_ms],
+        # One value per request: its gaps are clustered, not independent (measure.py).
+        ITL_PER_REQUEST: [statistics.median(s.itl_ms) for s in ok if s.itl_ms],
+        "e2e_ms": [s.e2e_ms for s in ok if s.e2e_ms is not None],
+    }
+
+
 @dataclass
 class LoadResult:
     """Samples of a load run: cold (``warmup``) and steady apart, plus the client's self-check."""
@@ -161,18 +174,7 @@ class LoadResult:
 
     def measurement(self, spec: MeasurementSpec) -> Measurement:
         """The steady-state samples as a comparable measurement."""
-        ok = self.ok_samples
-        return Measurement(
-            spec,
-            {
-                "ttft_ms": [s.ttft_ms for s in ok if s.ttft_ms is not None],
-                "tpot_ms": [s.tpot_ms for s in ok if s.tpot_ms is not None],
-                "itl_ms": [gap for s in ok for gap in s.itl_ms],
-                # One value per request: its gaps are clustered, not independent (measure.py).
-                ITL_PER_REQUEST: [statistics.median(s.itl_ms) for s in ok if s.itl_ms],
-                "e2e_ms": [s.e2e_ms for s in ok if s.e2e_ms is not None],
-            },
-        )
+        return Measurement(spec, sample_values(self.samples))
 
     def to_dict(self) -> dict[str, Any]:
         """The ``probe load --json`` object."""
@@ -236,10 +238,15 @@ async def run_load(
     timeout_s: float = 60.0,
     on_progress: Callable[[Progress], None] | None = None,
     stagger_s: float = 0.0,
+    looks: Sequence[int] = (),
+    until: Callable[[list[StreamSample]], bool] | None = None,
 ) -> LoadResult:
     """Per worker, one cold request, then steady ones: ``requests`` in all (or for ``duration_s``).
 
-    The first ``warmup`` requests sent are cold too.
+    The first ``warmup`` requests sent are cold too. With ``until``, the run looks at its steady
+    samples each time as many as the next of ``looks`` have come back, and sends no further
+    request once ``until`` says they answer what the round was for (sequential.py); the requests
+    already on their way are waited for and kept.
     """
     if (requests is None) == (duration_s is None):
         raise ValueError("give exactly one of requests or duration_s")
@@ -256,10 +263,29 @@ async def run_load(
     progress = Progress(0, total, 0)
     deadline: float | None = None
 
+    pending_looks = sorted(looks)
+    tasks: list[asyncio.Task[None]] = []
+    answered = False
+
     def more_steady() -> bool:
+        if answered:
+            return False
         if requests is not None:
             return steady_issued < requests
         return deadline is None or time.monotonic() < deadline
+
+    def look() -> None:
+        nonlocal answered
+        while pending_looks and len(samples) >= pending_looks[0]:
+            pending_looks.pop(0)
+            if until is not None and not answered and until(samples):
+                answered = True
+                # The question is answered: the requests still on their way would only make
+                # the round longer (a stream of 200 tokens takes seconds). They are dropped,
+                # never counted as failures; the server sees their connections close.
+                for task in tasks:
+                    if task is not asyncio.current_task():
+                        task.cancel()
 
     async def worker(index: int, client: httpx.AsyncClient) -> None:
         nonlocal issued, steady_issued, deadline
@@ -277,6 +303,8 @@ async def run_load(
                     deadline = time.monotonic() + duration_s
             sample = await measure_stream(client, base_url, spec, headers)
             (cold if is_cold else samples).append(sample)
+            if not is_cold:
+                look()
             if on_progress is not None:
                 _advance(progress, sample)
                 on_progress(progress)
@@ -297,7 +325,12 @@ async def run_load(
         runnable_before = _runnable_s()
         began = time.monotonic()
         try:
-            await asyncio.gather(*(worker(i, c) for i, c in enumerate(clients)))
+            tasks.extend(asyncio.create_task(worker(i, c)) for i, c in enumerate(clients))
+            for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+                if isinstance(outcome, BaseException) and not isinstance(
+                    outcome, asyncio.CancelledError
+                ):
+                    raise outcome
         finally:
             watcher.cancel()
         wall = time.monotonic() - began

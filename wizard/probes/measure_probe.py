@@ -25,10 +25,12 @@ from wizard.contention import timings_doubtful
 from wizard.errors import WizardError
 from wizard.measure import MeasurementSpec
 from wizard.probes.endpoints import served_model
-from wizard.probes.load import Progress, run_load
+from wizard.probes.load import Progress, run_load, sample_values
 from wizard.probes.metrics import MetricsSnapshot, delta, scrape
 from wizard.probes.runner import report_progress
-from wizard.probes.stream import RequestSpec
+from wizard.probes.stream import RequestSpec, StreamSample
+from wizard.sequential import Progress as LookProgress
+from wizard.sequential import Question
 from wizard.workload import body_sha256, prompt_words
 
 WATCH_INTERVAL_S = 0.2
@@ -89,11 +91,14 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         def progress(now: Progress) -> None:
             report_progress(ctx, now.done, now.total, now.failed, began)
 
+        concurrency, requests = int(settings["concurrency"]), int(settings["requests"])
+        looks = _Looks(ctx.question, requests, concurrency) if ctx.question is not None else None
         try:
             result = await run_load(
-                url, request, concurrency=int(settings["concurrency"]), requests=int(settings["requests"]),
+                url, request, concurrency=concurrency, requests=requests,
                 warmup=int(settings["warmup"]), headers=ctx.headers, timeout_s=ctx.timeout_s,
                 stagger_s=float(settings["stagger_ms"]) / 1000, on_progress=progress,
+                looks=looks.progress.looks if looks else (), until=looks.until if looks else None,
             )  # fmt: skip
         finally:
             watching.cancel()
@@ -139,7 +144,25 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         "client_saturated": report["client"]["saturated"],
         "values": measurement.values,
         "server": server,
+        # A round that stopped once it had answered its question: after how many of its budget.
+        "sequential": looks.progress.to_dict(len(result.samples)) if looks else None,
     }
+
+
+class _Looks:
+    """A round's sequential looks (sequential.py): what each found, and whether to stop."""
+
+    def __init__(self, question: Question, requests: int, concurrency: int) -> None:
+        self.question = question
+        plan = question.plan(requests, concurrency)
+        self.progress = LookProgress(question.about, requests, plan)
+
+    def until(self, samples: list[StreamSample]) -> bool:
+        self.progress.taken.append(len(samples))
+        self.progress.answered = self.question.answered(
+            sample_values(samples), len(self.progress.looks)
+        )
+        return self.progress.answered
 
 
 def request_spec(ctx: Any, settings: dict[str, Any], model: str) -> RequestSpec:

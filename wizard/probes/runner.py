@@ -41,6 +41,9 @@ class ProbeContext:
     on_progress: Callable[[dict[str, Any]], None] | None = None
     # ``run --replica URL``: the replicas behind the balancer, as the user listed them.
     replicas: list[str] | None = None
+    # What the round measured now must answer (a sequential.Question the engine sets for a round
+    # compared with others): it stops once answered. None: the round's full count.
+    question: Any = None
 
     def url_for(self, path: str) -> str:
         """The base URL of an access path ("direct" or "proxy")."""
