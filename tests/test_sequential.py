@@ -108,6 +108,42 @@ def test_a_round_whose_question_is_never_answered_sends_its_whole_budget(
     assert looked[0] >= 8 and looked[-1] == 16
 
 
+def test_a_round_stops_at_its_time_budget_after_its_first_look(healthy_sim: SimProcess) -> None:
+    """A question never answered within its seconds: the round stops at the first look past them
+    (before this, a round measured its whole count whatever the time)."""
+    from wizard.probes.runner import ProbeContext, run_probe
+
+    # A reference no round can be told apart from in 8 samples: wide, centred on the same value.
+    reference = {"ttft_ms": [1.0, 1000.0] * 8, "tpot_ms": [1.0, 1000.0] * 8}
+    question = Question([[reference]], ("ttft_ms", "tpot_ms"), about="direct", max_s=0.001)
+    ctx = ProbeContext(target=healthy_sim.url, question=question)
+    params = {"concurrency": 4, "requests": 40, "warmup": 0, "input_tokens": 16, "max_tokens": 8}
+    result = asyncio.run(run_probe("measure", ctx, params))
+    assert result.error is None, result.error
+    sequential = result.facts["sequential"]
+    assert sequential["out_of_time"] is True and sequential["answered_after"] is None
+    assert sequential["looks"] == [8] and sequential["budget_s"] == 0.001
+    assert result.facts["steady"]["requests"] == 8 and result.facts["wall_s"] > 0
+
+
+def test_the_live_line_and_the_table_say_the_budget() -> None:
+    from wizard.render_events import busy_text, measurement_table
+
+    call = {"probe": "measure", "round": "proxy#2", "compared_with": "proxy", "budget_s": 7.8,
+            "params": {"concurrency": 4, "requests": 16, "input_tokens": 64, "max_tokens": 64}}  # fmt: skip
+    assert "at most 16 requests or 8 s" in busy_text(call)
+    assert "最多 16 个" in busy_text(call, "zh") and "8 秒" in busy_text(call, "zh")
+    row = {"ttft_p50": 1.0, "ttft_p99": 1.0, "tpot_p50": 1.0, "tpot_p99": 1.0, "itl_p99": 1.0,
+           "e2e_p50": 1.0, "succeeded": 8, "requests": 8}  # fmt: skip
+    answered = {"about": "proxy", "budget": 16, "budget_s": 7.8, "looks": [8],
+                "answered_after": 8, "out_of_time": False, "steady_sent": 8}  # fmt: skip
+    table = measurement_table({"steady": row, "sequential": answered}, "proxy#2")
+    assert "answered after 8 of at most 16 requests (set beside proxy)" in str(table.caption)
+    late = {**answered, "answered_after": None, "out_of_time": True}
+    table = measurement_table({"steady": row, "sequential": late}, "proxy#2")
+    assert "stopped at its time budget (8 s, twice proxy's) after 8 requests" in str(table.caption)
+
+
 def events(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()[1:]]
 

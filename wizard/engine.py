@@ -24,7 +24,7 @@ from wizard.measure import (
 from wizard.operator import Decision, Operator, coerce
 from wizard.playbook import END, START, Finding, Node, Playbook, ProbeCall
 from wizard.probes.runner import ProbeContext, ProbeResult, run_probe
-from wizard.sequential import Question
+from wizard.sequential import Question, time_budget
 from wizard.transcript import TranscriptWriter
 from wizard.words import LANGS, evidence_source, joined, percent, recorded, texts
 from wizard.workload import Workload
@@ -485,6 +485,7 @@ async def _probe(
         busy: dict[str, Any] = {"probe": call.name, "round": label, "params": params}
         if question is not None and call.name == "measure":
             busy["compared_with"] = question.about
+            busy["budget_s"] = question.max_s
         session.on_busy(busy)
         try:
             return await budget.run_within(
@@ -571,7 +572,8 @@ def _aa_question(session: Session, first_as: str) -> Question | None:
     first = next((m for m in reversed(session.measurements) if m["as"] == first_as), None)
     if first is None:
         return None
-    return Question([[first["values"]]], COMPARED_SEGMENTS, about=first_as)
+    wall = (session.facts.get(first_as) or {}).get("wall_s")
+    return Question([[first["values"]]], COMPARED_SEGMENTS, about=first_as, max_s=time_budget(wall))
 
 
 def _client_reason(client: dict[str, Any]) -> dict[str, str] | str:
@@ -743,6 +745,7 @@ async def _remeasure(session: Session, node: Node, finding: Finding, restarted: 
     previous = [m for m in session.measurements if m["as"] == target_as]
     round_label = f"{target_as}#{len(previous) + 1}"
     before_round = dict(session.facts.get(target_as) or {})
+    max_s = time_budget(before_round.get("wall_s"))
     states = []
     if previous:
         states = [_state_of(session, previous[0])]
@@ -754,7 +757,7 @@ async def _remeasure(session: Session, node: Node, finding: Finding, restarted: 
             return None
         return Question([[m["values"] for m in state] for state in states], COMPARED_SEGMENTS,
                         session.facts.get("noise") or {}, [m["values"] for m in earlier],
-                        about=target_as)  # fmt: skip
+                        about=target_as, max_s=max_s)  # fmt: skip
 
     facts = await _probe(session, node, call, round_label, question=question([]))
     if "error" in facts:

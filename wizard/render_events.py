@@ -313,8 +313,10 @@ def busy_text(call: dict[str, Any], lang: str = "en") -> str:
     )
     via = say("busy.via", lang, endpoint=params["endpoint"]) if params.get("endpoint") else ""
     if name == "measure" and call.get("compared_with"):
+        seconds = (say("busy.seconds", lang, s=f"{call['budget_s']:.0f}")
+                   if call.get("budget_s") else "")  # fmt: skip
         return say("busy.measure_until", lang, label=label, streams=params.get("concurrency"),
-                   requests=params.get("requests"), shape=shape, via=via,
+                   requests=params.get("requests"), seconds=seconds, shape=shape, via=via,
                    about=call["compared_with"])  # fmt: skip
     if name == "measure":
         return say("busy.measure", lang, label=label, streams=params.get("concurrency"),
@@ -474,6 +476,9 @@ def measurement_table(facts: dict[str, Any], title: str, lang: str = "en") -> Ta
     if sequential.get("answered_after") is not None:
         notes.append(say("table.answered", lang, n=sequential["steady_sent"],
                          budget=sequential["budget"], about=sequential["about"]))  # fmt: skip
+    elif sequential.get("out_of_time"):
+        notes.append(say("table.out_of_time", lang, n=sequential["steady_sent"],
+                         s=f"{sequential['budget_s']:.0f}", about=sequential["about"]))  # fmt: skip
     elif sequential:
         notes.append(say("table.unanswered", lang, budget=sequential["budget"],
                          about=sequential["about"]))  # fmt: skip

@@ -27,6 +27,15 @@ from wizard.measure import MIN_SAMPLES, compare_rounds
 DECIDED = ("improved", "regressed", "within noise")
 # The error rate every comparison is held to, over all of a round's looks together.
 ALPHA = 0.05
+# A round's seconds budget, as a multiple of its reference round's time (Question.max_s).
+TIME_BUDGET_FACTOR = 2.0
+
+
+def time_budget(reference_wall_s: Any) -> float | None:
+    """Seconds a compared round may take: ``TIME_BUDGET_FACTOR`` times its reference round's."""
+    if not isinstance(reference_wall_s, int | float) or reference_wall_s <= 0:
+        return None  # a round recorded before rounds kept their time
+    return TIME_BUDGET_FACTOR * float(reference_wall_s)
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,10 @@ class Question:
     earlier: Sequence[Mapping[str, list[float]]] = ()
     # What the question is, for the transcript ("direct", the round it repeats or follows).
     about: str = ""
+    # The round's budget in seconds: twice its reference round's time (the same spec, so the same
+    # time when nothing changed; a round twice as slow is a 2x change its first look already
+    # decides). Checked at each look, never before the first. None: its requests alone.
+    max_s: float | None = None
 
     def plan(self, requests: int, concurrency: int) -> list[int]:
         """After how many steady samples the round looks: once per stream's request from the
@@ -73,13 +86,18 @@ class Progress:
     looks: list[int]
     taken: list[int] = field(default_factory=list)
     answered: bool = False
+    budget_s: float | None = None
+    out_of_time: bool = False
 
     def to_dict(self, sent: int) -> dict[str, Any]:
-        """``{"about", "budget", "looks", "answered_after", "steady_sent"}``."""
+        """``{"about", "budget", "budget_s", "looks", "answered_after", "out_of_time",
+        "steady_sent"}``."""
         return {
             "about": self.about,
             "budget": self.budget,
+            "budget_s": self.budget_s,
             "looks": self.taken,
             "answered_after": self.taken[-1] if self.answered and self.taken else None,
+            "out_of_time": self.out_of_time,
             "steady_sent": sent,
         }

@@ -142,6 +142,7 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         "burst": report["steady"]["summary"]["burst"],
         "client": client,
         "client_saturated": report["client"]["saturated"],
+        "wall_s": result.wall_s,
         "values": measurement.values,
         "server": server,
         # A round that stopped once it had answered its question: after how many of its budget.
@@ -155,14 +156,20 @@ class _Looks:
     def __init__(self, question: Question, requests: int, concurrency: int) -> None:
         self.question = question
         plan = question.plan(requests, concurrency)
-        self.progress = LookProgress(question.about, requests, plan)
+        self.progress = LookProgress(question.about, requests, plan, budget_s=question.max_s)
+        self.began = time.monotonic()
 
     def until(self, samples: list[StreamSample]) -> bool:
         self.progress.taken.append(len(samples))
         self.progress.answered = self.question.answered(
             sample_values(samples), len(self.progress.looks)
         )
-        return self.progress.answered
+        spent = time.monotonic() - self.began
+        self.progress.out_of_time = (
+            not self.progress.answered and self.question.max_s is not None
+            and spent > self.question.max_s
+        )  # fmt: skip
+        return self.progress.answered or self.progress.out_of_time
 
 
 def request_spec(ctx: Any, settings: dict[str, Any], model: str) -> RequestSpec:
