@@ -72,39 +72,38 @@ def test_more_looks_judge_at_a_stricter_level() -> None:
     assert candidates  # such a round exists: the level depends on the looks
 
 
-def test_a_round_with_a_question_stops_early_and_drops_what_is_in_flight(
-    healthy_sim: SimProcess,
-) -> None:
+def looked_load(url: str, requests: int, answer: bool) -> tuple[list[int], list]:
+    """A round of ``requests`` at 4 streams whose every look answers ``answer``: the sample
+    counts it looked at, and its steady samples."""
     request = RequestSpec(model=MODEL, input_tokens=16, max_tokens=24)
     looked: list[int] = []
 
     def until(samples: list) -> bool:
         looked.append(len(samples))
-        return True  # answered at the first look
+        return answer
 
-    result = asyncio.run(run_load(healthy_sim.url, request, concurrency=4, requests=40,
+    result = asyncio.run(run_load(url, request, concurrency=4, requests=requests,
                                   looks=[8, 12, 16], until=until))  # fmt: skip
+    return looked, result.samples
+
+
+def test_a_round_with_a_question_stops_early_and_drops_what_is_in_flight(
+    healthy_sim: SimProcess,
+) -> None:
+    looked, samples = looked_load(healthy_sim.url, 40, answer=True)
     assert looked == [8]
     # Stopped at the first look: the requests on their way then were dropped, not waited for
     # and not failures (before this change the round sent all 40).
-    assert len(result.samples) == 8
-    assert all(s.ok for s in result.samples)
-    assert len(sample_values(result.samples)["ttft_ms"]) == 8
+    assert len(samples) == 8
+    assert all(s.ok for s in samples)
+    assert len(sample_values(samples)["ttft_ms"]) == 8
 
 
 def test_a_round_whose_question_is_never_answered_sends_its_whole_budget(
     healthy_sim: SimProcess,
 ) -> None:
-    request = RequestSpec(model=MODEL, input_tokens=16, max_tokens=24)
-    looked: list[int] = []
-
-    def until(samples: list) -> bool:
-        looked.append(len(samples))
-        return False
-
-    result = asyncio.run(run_load(healthy_sim.url, request, concurrency=4, requests=16,
-                                  looks=[8, 12, 16], until=until))  # fmt: skip
-    assert len(result.samples) == 16
+    looked, samples = looked_load(healthy_sim.url, 16, answer=False)
+    assert len(samples) == 16
     assert looked[0] >= 8 and looked[-1] == 16
 
 
