@@ -17,7 +17,6 @@ from typing import Any
 
 from wizard import vllm_versions
 from wizard.change_values import (
-    ROUNDS,
     Computer,
     Known,
     Proposal,
@@ -27,6 +26,7 @@ from wizard.change_values import (
 from wizard.change_values import fact as _fact
 from wizard.change_values import unknown_change as _unknown
 from wizard.change_values import vllm_change as _vllm
+from wizard.kv_changes import fewer_seqs, kv_room, more_seqs
 from wizard.refusal_changes import REFUSAL_COMPUTERS
 from wizard.vllm_defaults import SMALLEST_DEFAULT_BATCHED_TOKENS
 
@@ -76,128 +76,6 @@ def server_config(facts: dict[str, Any]) -> dict[str, Any]:
 
 # A change's parameter (vLLM's name) under the key ``refusals`` and ``server_config`` use.
 CONFIG_KEYS = {"enable_chunked_prefill": "chunked_prefill"}
-
-
-def kv_room(facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]) -> Proposal:
-    """LAT010: give the KV cache room for the round that preempted, on the limit actually set."""
-    demand = round_demand(facts, "loaded")
-    block = current(facts, "block_size")
-    override = current(facts, "num_gpu_blocks_override")
-    blocks = current(facts, "num_gpu_blocks")
-    if override is not None and demand is not None and block is not None:
-        concurrency, per_request = demand
-        # Every request holds ceil(tokens / block) blocks at its longest (its prompt's BOS and
-        # last token included), plus one the scheduler allocates ahead as it crosses a block
-        # boundary: measured on a real vLLM, exactly ceil(300 / 128) x 8 = 24 blocks still
-        # preempted under 8 streams.
-        needed = concurrency * (math.ceil((per_request + 1) / int(block.value)) + 1)
-        after = max(needed, int(override.value) + 1)
-        return _vllm("num_gpu_blocks_override", override, after, (
-            f"the cache is capped at {override.value} blocks of {block.value} tokens; "
-            f"{concurrency} streams of {per_request} tokens need {needed} blocks"
-        ))  # fmt: skip
-    device = current(facts, "kv_cache_device")
-    if device is not None and str(device.value).upper() == "CPU":
-        return {
-            "layer": "host", "parameter": "VLLM_CPU_KVCACHE_SPACE", "before": None, "after": None,
-            "apply": "VLLM_CPU_KVCACHE_SPACE=<more GiB than `Explicitly set ... GiB for KV cache` in the log>",
-            "basis": "the CPU backend sizes its KV cache from VLLM_CPU_KVCACHE_SPACE, not from "
-                     f"gpu_memory_utilization ({blocks.value if blocks else '?'} blocks now)",
-        }  # fmt: skip
-    utilization = current(facts, "gpu_memory_utilization")
-    if utilization is None and blocks is not None:
-        # The engine reported its cache configuration with the utilization unset: the default,
-        # which depends on whether the KV cache is extensible (vLLM 0.34).
-        extensible = any(_fact(facts, f"{r}.server.enable_extensible_kv_cache") for r in ROUNDS)
-        utilization = Known(
-            vllm_versions.UNSET_GPU_MEMORY_UTILIZATION[extensible],
-            "vLLM's default (reported unset" + (", extensible KV cache)" if extensible else ")"),
-        )
-        if extensible:
-            # All of the device is the engine's already: more memory is not a lever, fewer
-            # sequences competing for the KV cache is (LAT015's).
-            fewer = {**fewer_seqs(facts, answers, template), "direction": "lower"}
-            fewer["basis"] += (
-                "; the extensible KV cache already gives the engine the whole device "
-                "(unset --gpu-memory-utilization resolves to 1.0)"
-            )
-            return fewer
-    if utilization is None:
-        return _unknown(
-            template, "gpu_memory_utilization",
-            "--gpu-memory-utilization <higher than now: read it in the log's non-default args>",
-        )  # fmt: skip
-    now = float(utilization.value)
-    raised = round(min(0.95, now + 0.05), 2)
-    return _vllm(
-        "gpu_memory_utilization", utilization, raised,
-        f"{now:g} of device memory for the engine now; {raised:g} leaves the KV cache more blocks",
-    )  # fmt: skip
-
-
-def fewer_seqs(
-    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
-) -> Proposal:
-    """LAT015 / LAT041: fewer sequences, as many as the KV cache holds at the round's length."""
-    seqs = current(facts, "max_num_seqs")
-    tokens = current(facts, "kv_cache_tokens")
-    demand = round_demand(facts, "loaded")
-    if seqs is None:
-        running = _fact(facts, "loaded.server.running_max")
-        seqs = Known(int(running), "loaded.server.running_max") if running else None
-    if seqs is None:
-        return _unknown(template, "max_num_seqs", "--max-num-seqs <lower than now>")
-    now = int(seqs.value)
-    after, basis = max(1, now // 2), f"half of {now}"
-    if tokens is not None and demand is not None and int(tokens.value) // demand[1] >= 1:
-        fit = int(tokens.value) // demand[1]
-        after = max(1, min(now - 1, fit))
-        basis = f"{tokens.value} KV tokens hold {fit} requests of {demand[1]} tokens"
-
-    return _vllm("max_num_seqs", seqs, after, basis)
-
-
-def more_seqs(facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]) -> Proposal:
-    """LAT013: room for every request that arrived together, if the KV cache holds them.
-
-    Today's value is the server's (its log, else vLLM's default for the log's device), never what
-    the round ran: the running count is capped by it, not the same thing.
-    """
-    seqs = current(facts, "max_num_seqs")
-    running = _fact(facts, "loaded.server.running_max")
-    waiting = _fact(facts, "loaded.server.waiting_max")
-    if seqs is None:
-        return _unknown(template, "the server's max_num_seqs (its log's arguments, or the release "
-                        "and device that set vLLM's default)",
-                        "--max-num-seqs <above today's value: read it in the log's non-default "
-                        "args, else vLLM's default for the GPU>")  # fmt: skip
-    arrived = int((running or 0) + (waiting or 0))
-    demand = round_demand(facts, "loaded")
-    wanted = max(arrived, demand[0] if demand else 0)
-    if wanted <= int(seqs.value):
-        return _unknown(template, "a demand above today's max_num_seqs",
-                        f"--max-num-seqs <above {seqs.value}: the round never filled it>")  # fmt: skip
-    tokens = current(facts, "kv_cache_tokens")
-    if tokens is not None and demand is not None:
-        fit = int(tokens.value) // demand[1]
-        if fit <= int(seqs.value):
-            return {
-                "layer": "vllm", "parameter": "replicas", "before": None, "after": None,
-                "apply": "add a replica (the KV cache has no room for more sequences)",
-                "basis": f"{tokens.value} KV tokens hold only {fit} requests of {demand[1]} tokens",
-            }  # fmt: skip
-        wanted = min(wanted, fit)
-    source = _fact(facts, "vllmlog.max_num_seqs_from")
-    seen = (
-        f"{arrived} requests were in the server at once ({running} running, {waiting} waiting)"
-        if running is not None
-        else "the server's stats are off (no running count)"
-    )
-    sent = f"the round sent {demand[0]} together" if demand else "the round's streams are unknown"
-    limit = f"max_num_seqs {seqs.value}" + (
-        f" ({source})" if source and source != "the log" else ""
-    )  # fmt: skip
-    return _vllm("max_num_seqs", seqs, wanted, f"{seen}; {sent}, against {limit}")
 
 
 def _budget(facts: dict[str, Any]) -> Known | None:
@@ -363,6 +241,9 @@ def parallel_layout(
     From the server's TP and PP and the GPUs it has on each node: tp = GPUs per node and pp =
     nodes when the GPUs of a node share NVLink (the documented multi-node layout); without
     NVLink (PCIe, or NVLink between some pairs only) pipeline parallelism over all of them.
+    vLLM gives every TP rank the same share of the attention heads (LAT033's refusal), so the
+    TP size proposed divides them: the model's head count when a log names it, else today's
+    TP size (which the running server's heads divide), and the GPUs of one node.
     """
     tp, pp = answers.get("tensor_parallel_size"), answers.get("pipeline_parallel_size") or 1
     nodes, link = answers.get("nodes") or 1, answers.get("interconnect")
@@ -375,24 +256,33 @@ def parallel_layout(
         return _unknown(template, "how the GPUs are spread over the nodes",
                         "--tensor-parallel-size <GPUs per node> --pipeline-parallel-size <nodes>")  # fmt: skip
     per_node = world // nodes
+    heads = current(facts, "num_attention_heads")
     if link in ("pcie", "mixed"):
-        after_tp, after_pp = 1, world
+        after_tp = 1
         why = f"GPUs linked by {link}: pipeline parallelism over all {world} (P4.5)"
     else:
-        after_tp, after_pp = per_node, nodes
+        # The largest TP group that stays on one node (divides its GPUs) and whose size the
+        # heads divide: with the heads unknown, a divisor of today's TP, whose heads it splits.
+        whole = int(heads.value) if heads is not None else tp
+        after_tp = max(d for d in range(1, per_node + 1) if per_node % d == 0 and whole % d == 0)
         why = (
             f"{per_node} GPUs on each of {nodes} node(s): TP within a node, PP across nodes (P4.4)"
         )
+        if after_tp < per_node:
+            why += (
+                f"; {after_tp} is the largest TP size that divides both the {per_node} GPUs of a "
+                + (f"node and the model's {whole} attention heads" if heads is not None
+                   else f"node and today's tensor_parallel_size {tp} (the model's attention "
+                        "heads are unknown: today's size divides them)")
+            )  # fmt: skip
+    after_pp = world // after_tp
     before, after = f"tp={tp} pp={pp}", f"tp={after_tp} pp={after_pp}"
-    basis = f"{world} GPUs, {why}"
-    if tp % after_tp:
-        basis += f"; check that the model's attention heads divide by {after_tp}"
     return {
         "layer": "vllm", "parameter": "parallel_layout", "before": before,
         "before_from": "answers.tensor_parallel_size, answers.pipeline_parallel_size",
         "after": after,
         "apply": f"--tensor-parallel-size {after_tp} --pipeline-parallel-size {after_pp}",
-        "basis": basis,
+        "basis": f"{world} GPUs, {why}",
     }  # fmt: skip
 
 
