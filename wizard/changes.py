@@ -21,6 +21,7 @@ from wizard.change_values import (
     Known,
     Proposal,
     current,
+    known_before,
     round_demand,
 )
 from wizard.change_values import fact as _fact
@@ -87,26 +88,68 @@ def _budget(facts: dict[str, Any]) -> Known | None:
     return found
 
 
+# LAT011's target for the long round's worst gap: twice the baseline's worst gap, half of what
+# LAT011's bar (3x) allows above it; the other half is left to the re-measure's noise and to the
+# linear step model (LAT024 aims below its bar the same way).
+LONG_PROMPT_GAP_TARGET = 2.0
+
+
 def smaller_budget(
     facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
 ) -> Proposal:
-    """LAT011: half the prefill tokens per step, never below what vLLM needs to start.
+    """LAT011: the prefill tokens per step whose step keeps the decoding streams' gaps short.
 
-    Without the log's budget, the long round's timing estimates it (``long.budget_estimate``):
-    the GPU class's default, else a power of two at most half the estimate.
+    A step that carries a chunk of prefill takes the plain decode step (the long round's median
+    gap) plus a cost per prefill token; the long round's worst gap is a step with one chunk of
+    the long prompt (the budget, or the prompt when it is shorter). The budget whose step stays
+    within twice the baseline's worst gap follows, never below vLLM's default for the GPU class
+    (LAT012's bar: below it long prompts wait) nor below what vLLM needs to start. Without the
+    log's budget, the long round's timing estimates it (``long.budget_estimate``).
     """
     budget = current(facts, "max_num_batched_tokens")
     if budget is None:
         return _below_measured_budget(facts, template)
-    after = int(budget.value) // 2
+    today = int(budget.value)
+    worst, plain = _fact(facts, "long.steady.itl_p99"), _fact(facts, "long.steady.itl_p50")
+    base, prompt = _fact(facts, "direct.steady.itl_p99"), _fact(facts, "long.spec.input_tokens")
+    if not all(isinstance(v, int | float) and v > 0 for v in (worst, plain, base)) or (
+        worst <= plain
+    ):
+        return known_before(_unknown(
+            template, "the long round's gaps (median and p99) and the baseline's worst gap",
+            "--max-num-batched-tokens <below today's: the budget whose step keeps the gaps "
+            "near the baseline's>",
+        ), budget)  # fmt: skip
+    chunk = min(today, prompt) if isinstance(prompt, int) and prompt > 0 else today
+    per_token = (worst - plain) / chunk
+    target = LONG_PROMPT_GAP_TARGET * base
+    wanted = max(1, int((target - plain) / per_token))
+    default = _fact(facts, "host.batch_budget_default")
+    lowest = default if isinstance(default, int) else SMALLEST_DEFAULT_BATCHED_TOKENS
     config = server_config(facts)
-    floor = [config.get("max_num_seqs") or 1]
+    floor = [lowest, config.get("max_num_seqs") or 1]
     if config.get("chunked_prefill") is False and config.get("max_model_len"):
         floor.append(int(config["max_model_len"]))
-    after = max(after, *floor)
-    return _vllm("max_num_batched_tokens", budget, after, (
-        f"half of today's {budget.value} prefill tokens per step"
-    ))  # fmt: skip
+    after = max(wanted, *floor)
+    why = (
+        f"the long round's worst gap {worst:.0f} ms against its median {plain:.0f} ms is a step "
+        f"with {chunk} prefill tokens ({per_token * 1000:.2f} ms per 1,000); a gap of "
+        f"{target:.0f} ms (twice the baseline's worst, {base:.0f} ms) allows {wanted}"
+    )
+    if after >= today:
+        return known_before(_unknown(
+            template, "a budget below today's that the gaps call for",
+            f"--max-num-batched-tokens <below {today}: {why}, not below today's>",
+        ), budget)  # fmt: skip
+    if after > wanted:
+        why += (
+            f"; {after} is "
+            + ("vLLM's default for this GPU class" if after == lowest and default else
+               "the least vLLM takes here" if after != lowest else
+               "the smallest of vLLM's class defaults")
+            + " (fewer would slow long prompts' first token, LAT012)"
+        )  # fmt: skip
+    return _vllm("max_num_batched_tokens", budget, after, why)
 
 
 def _below_measured_budget(facts: dict[str, Any], template: dict[str, Any]) -> Proposal:
@@ -141,8 +184,8 @@ def larger_budget(
 
     Without the GPU class: enough tokens per step to bring long prompts' TTFT back under the
     finding's bar (3x the baseline TTFT; a long prompt's TTFT is about its number of prefill
-    steps, prompt / budget), at least twice today's and at least 2048 (the smallest class default),
-    never past the long prompt itself (more buys nothing).
+    steps, prompt / budget), at least 2048 (the smallest class default), never past the long
+    prompt itself (more buys nothing). Without the two TTFTs, it says so.
     """
     budget = _budget(facts)
     if budget is None:
@@ -161,15 +204,29 @@ def larger_budget(
         _fact(facts, "long.steady.ttft_p50"),
         _fact(facts, "direct.steady.ttft_p50"),
     )
-    factor, why = 2, "a long prompt needs half as many steps to its first token"
-    if isinstance(long_ttft, int | float) and isinstance(base_ttft, int | float) and base_ttft > 0:
-        factor = max(factor, math.ceil(long_ttft / (3 * base_ttft)))
-        why = (f"long prompts' TTFT p50 {long_ttft:.0f} ms is {long_ttft / base_ttft:.0f}x the "
-               f"baseline's {base_ttft:.0f} ms, and the bar is 3x")  # fmt: skip
+    if not (
+        isinstance(long_ttft, int | float) and isinstance(base_ttft, int | float) and base_ttft > 0
+    ):
+        return known_before(_unknown(
+            template, "long prompts' TTFT against the baseline's",
+            f"--max-num-batched-tokens <above {today}: enough steps fewer to bring long prompts' "
+            "TTFT within 3x the baseline's>",
+        ), budget)  # fmt: skip
+    # A long prompt's TTFT is about its number of prefill steps (prompt / budget): the budget
+    # grows by the factor its TTFT is above the bar.
+    factor = math.ceil(long_ttft / (3 * base_ttft))
+    why = (f"long prompts' TTFT p50 {long_ttft:.0f} ms is {long_ttft / base_ttft:.0f}x the "
+           f"baseline's {base_ttft:.0f} ms, and the bar is 3x")  # fmt: skip
     after = max(today * factor, SMALLEST_DEFAULT_BATCHED_TOKENS)
     prompt = _fact(facts, "long.spec.input_tokens")
     if isinstance(prompt, int) and prompt > today:
-        after = max(min(after, 1 << (prompt - 1).bit_length()), today * 2)
+        # Past the power of two that holds the whole prompt, a larger budget buys it nothing.
+        after = min(after, 1 << (prompt - 1).bit_length())
+    if after <= today:
+        return known_before(_unknown(
+            template, "a budget above today's that long prompts' TTFT calls for",
+            f"--max-num-batched-tokens <above {today}: {why}>",
+        ), budget)  # fmt: skip
     return _vllm("max_num_batched_tokens", budget, after, (
         f"{after / today:.3g}x today's {today} prefill tokens per step: {why}"
     ))  # fmt: skip

@@ -13,7 +13,15 @@ import math
 from typing import Any
 
 from wizard import vllm_versions
-from wizard.change_values import ROUNDS, Known, Proposal, current, fact, round_demand
+from wizard.change_values import (
+    ROUNDS,
+    Known,
+    Proposal,
+    current,
+    fact,
+    known_before,
+    round_demand,
+)
 from wizard.change_values import unknown_change as _unknown
 from wizard.change_values import vllm_change as _vllm
 
@@ -123,7 +131,7 @@ def _memory_for_demand(
     }
     missing = [name for name, value in needs.items() if value is None]
     if missing or demand is None or tokens is None or block is None:
-        return _known_before(_unknown(template, "; ".join(missing), (
+        return known_before(_unknown(template, "; ".join(missing), (
             f"--gpu-memory-utilization <above {now:g}: enough that the KV cache holds the "
             "round's streams at their full length>"
         )), utilization)  # fmt: skip
@@ -135,7 +143,7 @@ def _memory_for_demand(
     needed = (blocks_for(concurrency, per_request, size) + 1) * size
     had = int(tokens.value)
     if needed <= had:
-        return _known_before(_unknown(template, "a KV shortfall for this round", (
+        return known_before(_unknown(template, "a KV shortfall for this round", (
             f"--gpu-memory-utilization <the KV cache's {had} tokens already hold the round's "
             f"{concurrency} x {per_request}: the preemptions came from longer requests than the "
             "round's, measure the incident's own lengths>"
@@ -158,11 +166,6 @@ def _memory_for_demand(
         )
         return fewer
     return _vllm("gpu_memory_utilization", utilization, after, f"{why}: from {now:g} to {after:g}")
-
-
-def _known_before(change: Proposal, before: Known) -> Proposal:
-    """An uncomputed change that still shows the server's current value and its source."""
-    return {**change, "before": before.value, "before_from": before.source}
 
 
 def fewer_seqs(
@@ -200,7 +203,7 @@ def fewer_seqs(
                             f"{demand[1]}: give it more memory or lower max_model_len")  # fmt: skip
         basis = f"{tokens.value} KV tokens hold {fit} requests of {demand[1]} tokens"
         if seqs is not None and fit >= int(seqs.value):
-            return _known_before(_unknown(
+            return known_before(_unknown(
                 template, "a count below max_num_seqs that the round's length calls for",
                 f"--max-num-seqs <below {seqs.value}: {basis}, as many as the limit; read the "
                 "incident's own request lengths>",
@@ -211,7 +214,7 @@ def fewer_seqs(
         "" if seqs is not None else ", and the server's max_num_seqs")  # fmt: skip
     if seqs is None:
         return _unknown(template, missing, how)
-    return _known_before(_unknown(template, missing, how), seqs)
+    return known_before(_unknown(template, missing, how), seqs)
 
 
 def more_seqs(facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]) -> Proposal:
@@ -232,7 +235,7 @@ def more_seqs(facts: dict[str, Any], answers: dict[str, Any], template: dict[str
     demand = round_demand(facts, "loaded")
     wanted = max(arrived, demand[0] if demand else 0)
     if wanted <= int(seqs.value):
-        return _known_before(_unknown(
+        return known_before(_unknown(
             template, "a demand above today's max_num_seqs",
             f"--max-num-seqs <above {seqs.value}: the round never filled it>"), seqs)  # fmt: skip
     tokens = _kv_tokens(facts)
