@@ -361,7 +361,13 @@ def read_timeout(
             "the longest silence",
             "proxy_read_timeout <above the longest queue + prefill>",
         )
-    after = max(math.ceil(2 * worst_s / 10) * 10, int(floor) + 10)
+    after = math.ceil(2 * worst_s / 10) * 10
+    if after <= floor:
+        return {**_unknown(
+            template, "a silence that today's timeout cuts",
+            f"proxy_read_timeout <above {floor:g}s: it is already above twice the longest silence "
+            f"measured ({worst_s:.1f} s); find what else cuts the streams>",
+        ), "before": f"{floor:g}s", "before_from": "answers.proxy_read_timeout_s"}  # fmt: skip
     return {
         "layer": "nginx", "parameter": "proxy_read_timeout",
         "before": f"{now:g}s" if now else None, "before_from": "answers.proxy_read_timeout_s",
