@@ -546,20 +546,17 @@ def varying_part_to_end(
     }  # fmt: skip
 
 
-# The share of a core each API server process may use after the change: LAT035's own bar, so that
-# the demand it measured no longer raises it.
-API_SERVER_CORE_BAR = 0.8
-
-
 def more_api_servers(
     facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
 ) -> Proposal:
-    """LAT035: API server processes enough for the loaded round's demand, each under LAT035's bar.
+    """LAT035: API server processes enough for the loaded round's demand, each under a core.
 
     The round's demand is what the process burnt, scaled by how far the client's TPOT fell
     behind the engine's own inter-token gap (a saturated process serves the tokens that late);
-    vLLM's /metrics carries process_cpu_seconds_total only with one API server, so a server
-    that shows it runs one unless its log says otherwise. V0 has no --api-server-count.
+    each process is one asyncio loop, one core at most, so the least count that puts each under
+    a core is the demand's whole cores plus one. vLLM's /metrics carries
+    process_cpu_seconds_total only with one API server, so a server that shows it runs one
+    unless its log says otherwise. V0 has no --api-server-count.
     """
     if _fact(facts, "loaded.server.generation") == "v0":
         return _unknown(template, "a way to add API servers to a V0 server",
@@ -576,14 +573,19 @@ def more_api_servers(
         else (1, "loaded.server.api_server_cpu_cores (process series: one API server)")
     )  # fmt: skip
     demand = cores * count * max(1.0, tpot / gap)
-    after = max(count + 1, math.ceil(demand / API_SERVER_CORE_BAR))
+    after = math.floor(demand) + 1
+    why = (
+        f"the API server used {cores:.2f} cores while the client's TPOT ({tpot:.1f} ms) ran "
+        f"{tpot / gap:.2f}x the engine's own gap ({gap:.1f} ms): about {demand:.2f} cores of work"
+    )
+    if after <= count:
+        return {**_unknown(template, "a demand above today's processes",
+                           f"--api-server-count <above {count}: {why}, which {count} hold>"),
+                "before": count, "before_from": source}  # fmt: skip
     return {
         "layer": "vllm", "parameter": "api_server_count", "before": count, "before_from": source,
         "after": after, "apply": f"--api-server-count {after}",
-        "basis": f"the API server used {cores:.2f} cores while the client's TPOT ({tpot:.1f} ms) "
-                 f"ran {tpot / gap:.2f}x the engine's own gap ({gap:.1f} ms): about "
-                 f"{demand:.2f} cores of work, under {API_SERVER_CORE_BAR:.0%} of a core each "
-                 f"over {after} processes",
+        "basis": f"{why}, under one core each over {after} processes",
     }  # fmt: skip
 
 

@@ -95,6 +95,15 @@ class Node:
 
 
 @dataclass(frozen=True)
+class Threshold:
+    """One number a finding's rules compare with, and where it comes from (docs/findings.md)."""
+
+    at: str  # the fact (or answers.ID) compared
+    value: float | str  # a number, or the measured figure it is compared with
+    source: Text
+
+
+@dataclass(frozen=True)
 class Finding:
     code: str
     cause: str
@@ -111,6 +120,7 @@ class Finding:
     gone_evidence: Text = field(default_factory=dict)
     expected_worse: tuple[str, ...] = ()
     acts_on: tuple[str, ...] = ()  # procedure items this finding's rule carries out
+    thresholds: tuple[Threshold, ...] = ()
 
 
 @dataclass
@@ -411,7 +421,32 @@ def _finding(code: str, body: Any, where: Path_, errors: _Collector) -> Finding 
         gone_evidence=_template(body.get("gone_evidence", "")),
         expected_worse=tuple(str(s) for s in body.get("expected_worse", []) or []),
         acts_on=_items(body.get("acts_on", []), (*where, "acts_on"), errors),
+        thresholds=_thresholds(body.get("thresholds", []), (*where, "thresholds"), errors, code),
     )  # fmt: skip
+
+
+def _thresholds(value: Any, where: Path_, errors: _Collector, code: str) -> tuple[Threshold, ...]:
+    """A finding's ``thresholds``: ``{at: FACT, value: N or FIGURE, from: {en, zh}}`` each."""
+    if not isinstance(value, list):
+        errors.add(where, f"finding {code}: thresholds must be a list")
+        return ()
+    found = []
+    for index, item in enumerate(value):
+        here = (*where, index)
+        number = item.get("value") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or not isinstance(item.get("at"), str) or isinstance(
+            number, bool) or not isinstance(number, int | float | str):  # fmt: skip
+            errors.add(
+                here,
+                f"finding {code}: a threshold needs `at` (a fact) and a `value` (a "
+                "number, or the measured figure it is compared with)",
+            )
+            continue
+        source = _text(
+            item.get("from"), (*here, "from"), errors, f"finding {code} threshold source"
+        )
+        found.append(Threshold(at=item["at"], value=number, source=source))
+    return tuple(found)
 
 
 # -- graph checks ----------------------------------------------------------------------------
