@@ -355,8 +355,8 @@ def compared_numbers(condition: Any, subject: str | None = None) -> set[tuple[st
 
 
 def test_every_threshold_says_where_it_comes_from() -> None:
-    """Issue #26: each number a finding's rules or its `gone` compare with is listed in its
-    `thresholds` with a source in both languages (docs/findings.md shows them)."""
+    """Issue #26: each number a finding's rules or its `gone`, or a node's edges, compare with is
+    listed in their `thresholds` with a source in both languages (docs/findings.md shows them)."""
     book = playbook.load()
     used: dict[str, set[tuple[str, float]]] = {code: set() for code in book.findings}
     for node in book.nodes.values():
@@ -368,6 +368,9 @@ def test_every_threshold_says_where_it_comes_from() -> None:
         code: sorted(numbers - {(t.at, t.value) for t in book.findings[code].thresholds})
         for code, numbers in used.items()
     }
+    for node in book.nodes.values():  # the edges' conditions: the node's own thresholds
+        numbers = set().union(*(compared_numbers(edge.when) for edge in node.next))
+        unsourced[node.id] = sorted(numbers - {(t.at, t.value) for t in node.thresholds})
     assert {code: numbers for code, numbers in unsourced.items() if numbers} == {}
     sources = [t.source for f in book.findings.values() for t in f.thresholds]
     assert len(sources) > 50 and all(s.get("en") and s.get("zh") for s in sources)
