@@ -171,6 +171,23 @@ def test_queueing_without_the_servers_stats_is_proven_gone_by_the_same_contrast(
     assert not conditions.evaluate(gone, waiting, {})
 
 
+def test_a_queue_back_within_the_baseline_spread_is_gone() -> None:
+    """LAT013 fires only on a loaded median beyond the baseline's own p99; a repeated round back
+    within it is gone, though the engine still counts half of a 43 ms TTFT as queued (the truth
+    table's batch-budget-small with max_num_seqs 4 raised to 8: its budget of 256 tokens still
+    queues the eight prompts for 22 ms)."""
+    gone = BOOK.findings["LAT013"].gone
+    direct = {"steady": {"ttft_p50": 28.6, "ttft_p99": 41.0, "tpot_p50": 14.5}}
+    repeated = {"available": True, "waiting_max": 8, "waiting_share": 0.06, "running_max": 8,
+                "queue_share_of_ttft": 0.51, "queue_mean_ms": 21.9}  # fmt: skip
+    fixed = {"direct": direct, "noise": {"ttft_ms": 0.2},
+             "loaded": {"steady": {"ttft_p50": 33.6}, "server": repeated}}  # fmt: skip
+    assert conditions.evaluate(gone, fixed, {})
+    # Still beyond the baseline's spread with the engine's queue the larger part: still there.
+    queued = {**fixed, "loaded": {"steady": {"ttft_p50": 900.0}, "server": repeated}}
+    assert not conditions.evaluate(gone, queued, {})
+
+
 # -- the evidence in every language --------------------------------------------------------------
 
 QUOTED_ONLY = re.compile(r"\{[a-z_.]+\}")

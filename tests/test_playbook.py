@@ -326,6 +326,71 @@ def test_findings_doc_is_generated_from_the_playbook() -> None:
         assert f"| {code} |" in expected
 
 
+# Numbers in a condition that are no threshold: nothing against something (0), a difference's
+# sign (-1 in `plus: {fact: x, times: -1}`).
+NO_THRESHOLD = (0, -1)
+
+
+def compared_numbers(condition: Any, subject: str | None = None) -> set[tuple[str, float]]:
+    """Every (fact compared, number) in a condition: literal operands and `times`/`plus`."""
+    found: set[tuple[str, float]] = set()
+    if isinstance(condition, list):
+        for item in condition:
+            found |= compared_numbers(item)
+        return found
+    if not isinstance(condition, dict):
+        return found
+    if subject is None and ("fact" in condition or "answer" in condition):
+        subject = condition.get("fact") or f"answers.{condition['answer']}"
+    for key, value in condition.items():
+        if key in ("all", "any", "not"):
+            found |= compared_numbers(value)
+        elif key in ("ne", "gt", "ge", "lt", "le", "times", "plus"):
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                if value not in NO_THRESHOLD and subject is not None:
+                    found.add((subject, value))
+            else:
+                found |= compared_numbers(value, subject)
+    return found
+
+
+def test_every_threshold_says_where_it_comes_from() -> None:
+    """Issue #26: each number a finding's rules or its `gone`, or a node's edges, compare with is
+    listed in their `thresholds` with a source in both languages (docs/findings.md shows them)."""
+    book = playbook.load()
+    used: dict[str, set[tuple[str, float]]] = {code: set() for code in book.findings}
+    for node in book.nodes.values():
+        for rule in node.rules:
+            used[rule.finding] |= compared_numbers(rule.when)
+    for code, finding in book.findings.items():
+        used[code] |= compared_numbers(finding.gone)
+    unsourced = {
+        code: sorted(numbers - {(t.at, t.value) for t in book.findings[code].thresholds})
+        for code, numbers in used.items()
+    }
+    for node in book.nodes.values():  # the edges' conditions: the node's own thresholds
+        numbers = set().union(*(compared_numbers(edge.when) for edge in node.next))
+        unsourced[node.id] = sorted(numbers - {(t.at, t.value) for t in node.thresholds})
+    assert {code: numbers for code, numbers in unsourced.items() if numbers} == {}
+    sources = [t.source for f in book.findings.values() for t in f.thresholds]
+    assert len(sources) > 50 and all(s.get("en") and s.get("zh") for s in sources)
+    # The thresholds rewritten after a simulator miss say what replaced them.
+    doc = findings_markdown(book)
+    for code in ("LAT013", "LAT016", "LAT035"):
+        assert any("Issue #26" in t.source["en"] for t in book.findings[code].thresholds), code
+    assert "| LAT035 | `loaded.server.api_server_cpu_cores` | 1 |" in doc
+
+
+def test_a_threshold_without_its_source_is_refused(tmp_path: Path) -> None:
+    data = yaml.safe_load((ROOT / "playbook" / "vllm-latency.yaml").read_text(encoding="utf-8"))
+    data["findings"]["LAT004"]["thresholds"] = [{"at": "answers.proxy_connect_timeout_s",
+                                                  "value": 75, "from": {"en": "nginx docs"}}]  # fmt: skip
+    path = tmp_path / "book.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(playbook.PlaybookError, match="threshold source is missing its 'zh' text"):
+        playbook.load(path)
+
+
 def test_chinese_texts_keep_no_space_yaml_folded_into_them() -> None:
     """A folded YAML text joins its lines with a space; Chinese puts none between its characters
     or after its punctuation (the walk showed "改善了哪个阶段。 流程依据")."""

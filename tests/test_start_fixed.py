@@ -223,7 +223,7 @@ def test_fewer_sequences_after_a_cuda_oom_at_start_are_proven_by_the_start(tmp_p
     assert found["evidence"].endswith("(device memory 24 GiB)")
     change = next(e["data"] for e in events if e["type"] == "change")
     assert (change["parameter"], change["before"], change["after"]) == (
-        "max_num_seqs", "16384", "8192",
+        "max_num_seqs", "16384", "15673",
     )  # fmt: skip
     [verdict] = verdicts(events)
     assert (verdict["code"], verdict["round"], verdict["verdict"]) == (
@@ -232,11 +232,11 @@ def test_fewer_sequences_after_a_cuda_oom_at_start_are_proven_by_the_start(tmp_p
     assert verdict["evidence"].startswith(
         "the server answers (/health 200) and its log's new start"
     )
-    assert verdict["evidence"].endswith("with no CUDA out of memory: max_num_seqs 8192")
+    assert verdict["evidence"].endswith("with no CUDA out of memory: max_num_seqs 15673")
     # The refused start's logged arguments against the new start's: the declared one changed.
     [check] = [e["data"] for e in events if e["type"] == "config_check"]
     assert check["verdict"] == "confirmed"
-    assert check["diff"] == {"log.max_num_seqs": [16384, 8192]}
+    assert check["diff"] == {"log.max_num_seqs": [16384, 15673]}
 
 
 def test_an_oom_start_whose_log_got_nothing_new_judges_nothing(tmp_path: Path) -> None:
@@ -312,8 +312,9 @@ def test_an_oom_while_serving_is_not_called_gone_by_a_clean_start(
     # Found while serving: the log's last run had started.
     [found] = [e["data"] for e in events if e["type"] == "finding"]
     assert found["code"] == "LAT043" and found["evidence"].endswith("(device memory 79.2 GiB)")
+    # The step asked 2.00 GiB with 1.06 GiB free: 256 x (1.06 - 0.005) / (2.00 + 0.005) = 134.7.
     change = next(e["data"] for e in events if e["type"] == "change")
-    assert [change[k] for k in ("parameter", "before", "after")] == ["max_num_seqs", "256", "128"]
+    assert [change[k] for k in ("parameter", "before", "after")] == ["max_num_seqs", "256", "134"]
     if not fixed_log:
         assert verdicts(events) == []
         notes = [e["data"]["text"] for e in events if e["type"] == "note"]
@@ -330,7 +331,7 @@ def test_an_oom_while_serving_is_not_called_gone_by_a_clean_start(
         assert any(n.startswith("the earlier start logged no configuration") for n in notes)
     else:
         assert [(c["verdict"], c["diff"]) for c in checks] == [
-            ("confirmed", {"log.max_num_seqs": [256, 128]}),
+            ("confirmed", {"log.max_num_seqs": [256, 134]}),
         ]  # fmt: skip
     if oom_again:
         assert verdict["verdict"] == "cause still there"
@@ -340,7 +341,7 @@ def test_an_oom_while_serving_is_not_called_gone_by_a_clean_start(
     assert verdict["reason"].startswith(said)
     assert verdict["reason_texts"]["zh"].startswith("但 LAT043 出现在服务运行期间")
     # The verdict's line says why with its evidence (the summary and the replay show that line).
-    assert verdict["evidence"].endswith(f"max_num_seqs 128; {verdict['reason']}")
+    assert verdict["evidence"].endswith(f"max_num_seqs 134; {verdict['reason']}")
     assert verdict["evidence_texts"]["zh"].endswith(verdict["reason_texts"]["zh"])
 
 

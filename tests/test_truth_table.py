@@ -39,8 +39,10 @@ ROWS = [
     # fixed in turn and each proven by its own evidence.
     ("batch-budget-small+max_num_seqs=4", False, (),
      {"queue_saturation", "batched_tokens_hurts_ttft"}, set()),
-    # /metrics and the measurements alone: no log, no host files.
-    ("kv-pressure", False, ("log", "host"), {"kv_cache_preemption"}, set()),
+    # /metrics and the measurements alone: no log, no host files. The preemption is found, but
+    # the share that makes room needs the KV bytes per token (the log's) and the device's memory
+    # (the log's or the host's): the change says so and proposes no number, so the cause remains.
+    ("kv-pressure", False, ("log", "host"), {"kv_cache_preemption"}, {"kv_cache_preemption"}),
     # TP over PCIe is named from the host's topology; the demo cannot re-wire GPUs.
     ("tp-over-pcie", False, (), {"tp_without_nvlink"}, {"tp_without_nvlink"}),
     # ... and a queue on top of it is still found and fixed, the layout still reported.
@@ -194,7 +196,7 @@ def test_each_cause_is_found_and_its_fix_proven(
         assert verdicts[code]["verdict"] == "cause gone", verdicts[code]
     # Each change records the value it replaced, never a placeholder ("scenario default").
     befores = {e["data"]["parameter"]: e["data"]["before"] for e in events if e["type"] == "change"}
-    if scenario == "kv-pressure":
+    if scenario == "kv-pressure" and not remaining:
         assert befores["gpu_memory_utilization"] == "0.73", befores
     assert end["outcome"] == ("cause_remains" if remaining else "no_cause")
     assert set(end["causes_remaining"]) == remaining
@@ -211,10 +213,12 @@ def test_each_cause_is_found_and_its_fix_proven(
 
 def assert_restart_kept_the_round_comparable(events: list[dict[str, Any]]) -> None:
     """The demo applied the engine change by restarting its simulator: the value is computed from
-    the server's (0.73 raised by 0.05), the repeated round warmed up after the restart with its
-    cold requests kept apart, and both rounds share one workload fingerprint."""
+    the server's (8 streams of 300 tokens need 161 blocks of 16, 2,576 tokens; the cache holds
+    1,792: 784 x 0.22 GiB / 1,792 = 0.096 GiB of the 24 GiB device, 0.73 -> 0.734, rounded up to
+    0.74), the repeated round warmed up after the restart with its cold requests kept apart, and
+    both rounds share one workload fingerprint."""
     [change] = [e["data"] for e in events if e["type"] == "change"]
-    assert change["after"] == "0.78" and change["restarted"] is True, change
+    assert change["after"] == "0.74" and change["restarted"] is True, change
     loaded = {e["data"]["round"]: e["data"]["facts"] for e in events
               if e["type"] == "probe_result" and e["data"]["as"] == "loaded"}  # fmt: skip
     assert loaded["loaded"]["server"]["preemptions"] > 0

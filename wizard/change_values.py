@@ -96,3 +96,8 @@ def unknown_change(template: dict[str, Any], missing: str, how: str) -> Proposal
         "after": None, "apply": how, "basis": f"not computed: {missing} is unknown",
         "direction": template.get("direction"),
     }  # fmt: skip
+
+
+def known_before(change: Proposal, before: Known) -> Proposal:
+    """An uncomputed change that still shows the server's current value and where it was read."""
+    return {**change, "before": before.value, "before_from": before.source}

@@ -17,16 +17,17 @@ from typing import Any
 
 from wizard import vllm_versions
 from wizard.change_values import (
-    ROUNDS,
     Computer,
     Known,
     Proposal,
     current,
+    known_before,
     round_demand,
 )
 from wizard.change_values import fact as _fact
 from wizard.change_values import unknown_change as _unknown
 from wizard.change_values import vllm_change as _vllm
+from wizard.kv_changes import fewer_seqs, kv_room, more_seqs
 from wizard.refusal_changes import REFUSAL_COMPUTERS
 from wizard.vllm_defaults import SMALLEST_DEFAULT_BATCHED_TOKENS
 
@@ -78,128 +79,6 @@ def server_config(facts: dict[str, Any]) -> dict[str, Any]:
 CONFIG_KEYS = {"enable_chunked_prefill": "chunked_prefill"}
 
 
-def kv_room(facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]) -> Proposal:
-    """LAT010: give the KV cache room for the round that preempted, on the limit actually set."""
-    demand = round_demand(facts, "loaded")
-    block = current(facts, "block_size")
-    override = current(facts, "num_gpu_blocks_override")
-    blocks = current(facts, "num_gpu_blocks")
-    if override is not None and demand is not None and block is not None:
-        concurrency, per_request = demand
-        # Every request holds ceil(tokens / block) blocks at its longest (its prompt's BOS and
-        # last token included), plus one the scheduler allocates ahead as it crosses a block
-        # boundary: measured on a real vLLM, exactly ceil(300 / 128) x 8 = 24 blocks still
-        # preempted under 8 streams.
-        needed = concurrency * (math.ceil((per_request + 1) / int(block.value)) + 1)
-        after = max(needed, int(override.value) + 1)
-        return _vllm("num_gpu_blocks_override", override, after, (
-            f"the cache is capped at {override.value} blocks of {block.value} tokens; "
-            f"{concurrency} streams of {per_request} tokens need {needed} blocks"
-        ))  # fmt: skip
-    device = current(facts, "kv_cache_device")
-    if device is not None and str(device.value).upper() == "CPU":
-        return {
-            "layer": "host", "parameter": "VLLM_CPU_KVCACHE_SPACE", "before": None, "after": None,
-            "apply": "VLLM_CPU_KVCACHE_SPACE=<more GiB than `Explicitly set ... GiB for KV cache` in the log>",
-            "basis": "the CPU backend sizes its KV cache from VLLM_CPU_KVCACHE_SPACE, not from "
-                     f"gpu_memory_utilization ({blocks.value if blocks else '?'} blocks now)",
-        }  # fmt: skip
-    utilization = current(facts, "gpu_memory_utilization")
-    if utilization is None and blocks is not None:
-        # The engine reported its cache configuration with the utilization unset: the default,
-        # which depends on whether the KV cache is extensible (vLLM 0.34).
-        extensible = any(_fact(facts, f"{r}.server.enable_extensible_kv_cache") for r in ROUNDS)
-        utilization = Known(
-            vllm_versions.UNSET_GPU_MEMORY_UTILIZATION[extensible],
-            "vLLM's default (reported unset" + (", extensible KV cache)" if extensible else ")"),
-        )
-        if extensible:
-            # All of the device is the engine's already: more memory is not a lever, fewer
-            # sequences competing for the KV cache is (LAT015's).
-            fewer = {**fewer_seqs(facts, answers, template), "direction": "lower"}
-            fewer["basis"] += (
-                "; the extensible KV cache already gives the engine the whole device "
-                "(unset --gpu-memory-utilization resolves to 1.0)"
-            )
-            return fewer
-    if utilization is None:
-        return _unknown(
-            template, "gpu_memory_utilization",
-            "--gpu-memory-utilization <higher than now: read it in the log's non-default args>",
-        )  # fmt: skip
-    now = float(utilization.value)
-    raised = round(min(0.95, now + 0.05), 2)
-    return _vllm(
-        "gpu_memory_utilization", utilization, raised,
-        f"{now:g} of device memory for the engine now; {raised:g} leaves the KV cache more blocks",
-    )  # fmt: skip
-
-
-def fewer_seqs(
-    facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
-) -> Proposal:
-    """LAT015 / LAT041: fewer sequences, as many as the KV cache holds at the round's length."""
-    seqs = current(facts, "max_num_seqs")
-    tokens = current(facts, "kv_cache_tokens")
-    demand = round_demand(facts, "loaded")
-    if seqs is None:
-        running = _fact(facts, "loaded.server.running_max")
-        seqs = Known(int(running), "loaded.server.running_max") if running else None
-    if seqs is None:
-        return _unknown(template, "max_num_seqs", "--max-num-seqs <lower than now>")
-    now = int(seqs.value)
-    after, basis = max(1, now // 2), f"half of {now}"
-    if tokens is not None and demand is not None and int(tokens.value) // demand[1] >= 1:
-        fit = int(tokens.value) // demand[1]
-        after = max(1, min(now - 1, fit))
-        basis = f"{tokens.value} KV tokens hold {fit} requests of {demand[1]} tokens"
-
-    return _vllm("max_num_seqs", seqs, after, basis)
-
-
-def more_seqs(facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]) -> Proposal:
-    """LAT013: room for every request that arrived together, if the KV cache holds them.
-
-    Today's value is the server's (its log, else vLLM's default for the log's device), never what
-    the round ran: the running count is capped by it, not the same thing.
-    """
-    seqs = current(facts, "max_num_seqs")
-    running = _fact(facts, "loaded.server.running_max")
-    waiting = _fact(facts, "loaded.server.waiting_max")
-    if seqs is None:
-        return _unknown(template, "the server's max_num_seqs (its log's arguments, or the release "
-                        "and device that set vLLM's default)",
-                        "--max-num-seqs <above today's value: read it in the log's non-default "
-                        "args, else vLLM's default for the GPU>")  # fmt: skip
-    arrived = int((running or 0) + (waiting or 0))
-    demand = round_demand(facts, "loaded")
-    wanted = max(arrived, demand[0] if demand else 0)
-    if wanted <= int(seqs.value):
-        return _unknown(template, "a demand above today's max_num_seqs",
-                        f"--max-num-seqs <above {seqs.value}: the round never filled it>")  # fmt: skip
-    tokens = current(facts, "kv_cache_tokens")
-    if tokens is not None and demand is not None:
-        fit = int(tokens.value) // demand[1]
-        if fit <= int(seqs.value):
-            return {
-                "layer": "vllm", "parameter": "replicas", "before": None, "after": None,
-                "apply": "add a replica (the KV cache has no room for more sequences)",
-                "basis": f"{tokens.value} KV tokens hold only {fit} requests of {demand[1]} tokens",
-            }  # fmt: skip
-        wanted = min(wanted, fit)
-    source = _fact(facts, "vllmlog.max_num_seqs_from")
-    seen = (
-        f"{arrived} requests were in the server at once ({running} running, {waiting} waiting)"
-        if running is not None
-        else "the server's stats are off (no running count)"
-    )
-    sent = f"the round sent {demand[0]} together" if demand else "the round's streams are unknown"
-    limit = f"max_num_seqs {seqs.value}" + (
-        f" ({source})" if source and source != "the log" else ""
-    )  # fmt: skip
-    return _vllm("max_num_seqs", seqs, wanted, f"{seen}; {sent}, against {limit}")
-
-
 def _budget(facts: dict[str, Any]) -> Known | None:
     found = current(facts, "max_num_batched_tokens")
     if found is None:
@@ -209,26 +88,68 @@ def _budget(facts: dict[str, Any]) -> Known | None:
     return found
 
 
+# LAT011's target for the long round's worst gap: twice the baseline's worst gap, half of what
+# LAT011's bar (3x) allows above it; the other half is left to the re-measure's noise and to the
+# linear step model (LAT024 aims below its bar the same way).
+LONG_PROMPT_GAP_TARGET = 2.0
+
+
 def smaller_budget(
     facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
 ) -> Proposal:
-    """LAT011: half the prefill tokens per step, never below what vLLM needs to start.
+    """LAT011: the prefill tokens per step whose step keeps the decoding streams' gaps short.
 
-    Without the log's budget, the long round's timing estimates it (``long.budget_estimate``):
-    the GPU class's default, else a power of two at most half the estimate.
+    A step that carries a chunk of prefill takes the plain decode step (the long round's median
+    gap) plus a cost per prefill token; the long round's worst gap is a step with one chunk of
+    the long prompt (the budget, or the prompt when it is shorter). The budget whose step stays
+    within twice the baseline's worst gap follows, never below vLLM's default for the GPU class
+    (LAT012's bar: below it long prompts wait) nor below what vLLM needs to start. Without the
+    log's budget, the long round's timing estimates it (``long.budget_estimate``).
     """
     budget = current(facts, "max_num_batched_tokens")
     if budget is None:
         return _below_measured_budget(facts, template)
-    after = int(budget.value) // 2
+    today = int(budget.value)
+    worst, plain = _fact(facts, "long.steady.itl_p99"), _fact(facts, "long.steady.itl_p50")
+    base, prompt = _fact(facts, "direct.steady.itl_p99"), _fact(facts, "long.spec.input_tokens")
+    if not all(isinstance(v, int | float) and v > 0 for v in (worst, plain, base)) or (
+        worst <= plain
+    ):
+        return known_before(_unknown(
+            template, "the long round's gaps (median and p99) and the baseline's worst gap",
+            "--max-num-batched-tokens <below today's: the budget whose step keeps the gaps "
+            "near the baseline's>",
+        ), budget)  # fmt: skip
+    chunk = min(today, prompt) if isinstance(prompt, int) and prompt > 0 else today
+    per_token = (worst - plain) / chunk
+    target = LONG_PROMPT_GAP_TARGET * base
+    wanted = max(1, int((target - plain) / per_token))
+    default = _fact(facts, "host.batch_budget_default")
+    lowest = default if isinstance(default, int) else SMALLEST_DEFAULT_BATCHED_TOKENS
     config = server_config(facts)
-    floor = [config.get("max_num_seqs") or 1]
+    floor = [lowest, config.get("max_num_seqs") or 1]
     if config.get("chunked_prefill") is False and config.get("max_model_len"):
         floor.append(int(config["max_model_len"]))
-    after = max(after, *floor)
-    return _vllm("max_num_batched_tokens", budget, after, (
-        f"half of today's {budget.value} prefill tokens per step"
-    ))  # fmt: skip
+    after = max(wanted, *floor)
+    why = (
+        f"the long round's worst gap {worst:.0f} ms against its median {plain:.0f} ms is a step "
+        f"with {chunk} prefill tokens ({per_token * 1000:.2f} ms per 1,000); a gap of "
+        f"{target:.0f} ms (twice the baseline's worst, {base:.0f} ms) allows {wanted}"
+    )
+    if after >= today:
+        return known_before(_unknown(
+            template, "a budget below today's that the gaps call for",
+            f"--max-num-batched-tokens <below {today}: {why}, not below today's>",
+        ), budget)  # fmt: skip
+    if after > wanted:
+        why += (
+            f"; {after} is "
+            + ("vLLM's default for this GPU class" if after == lowest and default else
+               "the least vLLM takes here" if after != lowest else
+               "the smallest of vLLM's class defaults")
+            + " (fewer would slow long prompts' first token, LAT012)"
+        )  # fmt: skip
+    return _vllm("max_num_batched_tokens", budget, after, why)
 
 
 def _below_measured_budget(facts: dict[str, Any], template: dict[str, Any]) -> Proposal:
@@ -263,8 +184,8 @@ def larger_budget(
 
     Without the GPU class: enough tokens per step to bring long prompts' TTFT back under the
     finding's bar (3x the baseline TTFT; a long prompt's TTFT is about its number of prefill
-    steps, prompt / budget), at least twice today's and at least 2048 (the smallest class default),
-    never past the long prompt itself (more buys nothing).
+    steps, prompt / budget), at least 2048 (the smallest class default), never past the long
+    prompt itself (more buys nothing). Without the two TTFTs, it says so.
     """
     budget = _budget(facts)
     if budget is None:
@@ -283,15 +204,29 @@ def larger_budget(
         _fact(facts, "long.steady.ttft_p50"),
         _fact(facts, "direct.steady.ttft_p50"),
     )
-    factor, why = 2, "a long prompt needs half as many steps to its first token"
-    if isinstance(long_ttft, int | float) and isinstance(base_ttft, int | float) and base_ttft > 0:
-        factor = max(factor, math.ceil(long_ttft / (3 * base_ttft)))
-        why = (f"long prompts' TTFT p50 {long_ttft:.0f} ms is {long_ttft / base_ttft:.0f}x the "
-               f"baseline's {base_ttft:.0f} ms, and the bar is 3x")  # fmt: skip
+    if not (
+        isinstance(long_ttft, int | float) and isinstance(base_ttft, int | float) and base_ttft > 0
+    ):
+        return known_before(_unknown(
+            template, "long prompts' TTFT against the baseline's",
+            f"--max-num-batched-tokens <above {today}: enough steps fewer to bring long prompts' "
+            "TTFT within 3x the baseline's>",
+        ), budget)  # fmt: skip
+    # A long prompt's TTFT is about its number of prefill steps (prompt / budget): the budget
+    # grows by the factor its TTFT is above the bar.
+    factor = math.ceil(long_ttft / (3 * base_ttft))
+    why = (f"long prompts' TTFT p50 {long_ttft:.0f} ms is {long_ttft / base_ttft:.0f}x the "
+           f"baseline's {base_ttft:.0f} ms, and the bar is 3x")  # fmt: skip
     after = max(today * factor, SMALLEST_DEFAULT_BATCHED_TOKENS)
     prompt = _fact(facts, "long.spec.input_tokens")
     if isinstance(prompt, int) and prompt > today:
-        after = max(min(after, 1 << (prompt - 1).bit_length()), today * 2)
+        # Past the power of two that holds the whole prompt, a larger budget buys it nothing.
+        after = min(after, 1 << (prompt - 1).bit_length())
+    if after <= today:
+        return known_before(_unknown(
+            template, "a budget above today's that long prompts' TTFT calls for",
+            f"--max-num-batched-tokens <above {today}: {why}>",
+        ), budget)  # fmt: skip
     return _vllm("max_num_batched_tokens", budget, after, (
         f"{after / today:.3g}x today's {today} prefill tokens per step: {why}"
     ))  # fmt: skip
@@ -363,6 +298,9 @@ def parallel_layout(
     From the server's TP and PP and the GPUs it has on each node: tp = GPUs per node and pp =
     nodes when the GPUs of a node share NVLink (the documented multi-node layout); without
     NVLink (PCIe, or NVLink between some pairs only) pipeline parallelism over all of them.
+    vLLM gives every TP rank the same share of the attention heads (LAT033's refusal), so the
+    TP size proposed divides them: the model's head count when a log names it, else today's
+    TP size (which the running server's heads divide), and the GPUs of one node.
     """
     tp, pp = answers.get("tensor_parallel_size"), answers.get("pipeline_parallel_size") or 1
     nodes, link = answers.get("nodes") or 1, answers.get("interconnect")
@@ -375,24 +313,33 @@ def parallel_layout(
         return _unknown(template, "how the GPUs are spread over the nodes",
                         "--tensor-parallel-size <GPUs per node> --pipeline-parallel-size <nodes>")  # fmt: skip
     per_node = world // nodes
+    heads = current(facts, "num_attention_heads")
     if link in ("pcie", "mixed"):
-        after_tp, after_pp = 1, world
+        after_tp = 1
         why = f"GPUs linked by {link}: pipeline parallelism over all {world} (P4.5)"
     else:
-        after_tp, after_pp = per_node, nodes
+        # The largest TP group that stays on one node (divides its GPUs) and whose size the
+        # heads divide: with the heads unknown, a divisor of today's TP, whose heads it splits.
+        whole = int(heads.value) if heads is not None else tp
+        after_tp = max(d for d in range(1, per_node + 1) if per_node % d == 0 and whole % d == 0)
         why = (
             f"{per_node} GPUs on each of {nodes} node(s): TP within a node, PP across nodes (P4.4)"
         )
+        if after_tp < per_node:
+            why += (
+                f"; {after_tp} is the largest TP size that divides both the {per_node} GPUs of a "
+                + (f"node and the model's {whole} attention heads" if heads is not None
+                   else f"node and today's tensor_parallel_size {tp} (the model's attention "
+                        "heads are unknown: today's size divides them)")
+            )  # fmt: skip
+    after_pp = world // after_tp
     before, after = f"tp={tp} pp={pp}", f"tp={after_tp} pp={after_pp}"
-    basis = f"{world} GPUs, {why}"
-    if tp % after_tp:
-        basis += f"; check that the model's attention heads divide by {after_tp}"
     return {
         "layer": "vllm", "parameter": "parallel_layout", "before": before,
         "before_from": "answers.tensor_parallel_size, answers.pipeline_parallel_size",
         "after": after,
         "apply": f"--tensor-parallel-size {after_tp} --pipeline-parallel-size {after_pp}",
-        "basis": basis,
+        "basis": f"{world} GPUs, {why}",
     }  # fmt: skip
 
 
@@ -414,7 +361,13 @@ def read_timeout(
             "the longest silence",
             "proxy_read_timeout <above the longest queue + prefill>",
         )
-    after = max(math.ceil(2 * worst_s / 10) * 10, int(floor) + 10)
+    after = math.ceil(2 * worst_s / 10) * 10
+    if after <= floor:
+        return {**_unknown(
+            template, "a silence that today's timeout cuts",
+            f"proxy_read_timeout <above {floor:g}s: it is already above twice the longest silence "
+            f"measured ({worst_s:.1f} s); find what else cuts the streams>",
+        ), "before": f"{floor:g}s", "before_from": "answers.proxy_read_timeout_s"}  # fmt: skip
     return {
         "layer": "nginx", "parameter": "proxy_read_timeout",
         "before": f"{now:g}s" if now else None, "before_from": "answers.proxy_read_timeout_s",
@@ -593,20 +546,17 @@ def varying_part_to_end(
     }  # fmt: skip
 
 
-# The share of a core each API server process may use after the change: LAT035's own bar, so that
-# the demand it measured no longer raises it.
-API_SERVER_CORE_BAR = 0.8
-
-
 def more_api_servers(
     facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
 ) -> Proposal:
-    """LAT035: API server processes enough for the loaded round's demand, each under LAT035's bar.
+    """LAT035: API server processes enough for the loaded round's demand, each under a core.
 
     The round's demand is what the process burnt, scaled by how far the client's TPOT fell
     behind the engine's own inter-token gap (a saturated process serves the tokens that late);
-    vLLM's /metrics carries process_cpu_seconds_total only with one API server, so a server
-    that shows it runs one unless its log says otherwise. V0 has no --api-server-count.
+    each process is one asyncio loop, one core at most, so the least count that puts each under
+    a core is the demand's whole cores plus one. vLLM's /metrics carries
+    process_cpu_seconds_total only with one API server, so a server that shows it runs one
+    unless its log says otherwise. V0 has no --api-server-count.
     """
     if _fact(facts, "loaded.server.generation") == "v0":
         return _unknown(template, "a way to add API servers to a V0 server",
@@ -623,14 +573,19 @@ def more_api_servers(
         else (1, "loaded.server.api_server_cpu_cores (process series: one API server)")
     )  # fmt: skip
     demand = cores * count * max(1.0, tpot / gap)
-    after = max(count + 1, math.ceil(demand / API_SERVER_CORE_BAR))
+    after = math.floor(demand) + 1
+    why = (
+        f"the API server used {cores:.2f} cores while the client's TPOT ({tpot:.1f} ms) ran "
+        f"{tpot / gap:.2f}x the engine's own gap ({gap:.1f} ms): about {demand:.2f} cores of work"
+    )
+    if after <= count:
+        return {**_unknown(template, "a demand above today's processes",
+                           f"--api-server-count <above {count}: {why}, which {count} hold>"),
+                "before": count, "before_from": source}  # fmt: skip
     return {
         "layer": "vllm", "parameter": "api_server_count", "before": count, "before_from": source,
         "after": after, "apply": f"--api-server-count {after}",
-        "basis": f"the API server used {cores:.2f} cores while the client's TPOT ({tpot:.1f} ms) "
-                 f"ran {tpot / gap:.2f}x the engine's own gap ({gap:.1f} ms): about "
-                 f"{demand:.2f} cores of work, under {API_SERVER_CORE_BAR:.0%} of a core each "
-                 f"over {after} processes",
+        "basis": f"{why}, under one core each over {after} processes",
     }  # fmt: skip
 
 

@@ -92,6 +92,16 @@ class Node:
     # start: every change made to start it (its finding's `remeasure: start`) is judged, from its
     # answer and its log read again.
     judge_start: Any = False
+    thresholds: tuple[Threshold, ...] = ()  # the numbers its edges compare with
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One number a condition compares with, and where it comes from (docs/findings.md)."""
+
+    at: str  # the fact (or answers.ID) compared
+    value: float | str  # a number, or the measured figure it is compared with
+    source: Text
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,7 @@ class Finding:
     gone_evidence: Text = field(default_factory=dict)
     expected_worse: tuple[str, ...] = ()
     acts_on: tuple[str, ...] = ()  # procedure items this finding's rule carries out
+    thresholds: tuple[Threshold, ...] = ()
 
 
 @dataclass
@@ -281,6 +292,7 @@ def _node(node_id: str, body: Any, where: Path_, errors: _Collector) -> Node | N
         "next",
         "sweep",
         "judge_start",
+        "thresholds",
     }
     for key in set(body) - known:
         errors.add((*where, key), f"node '{node_id}': unknown key '{key}'")
@@ -347,6 +359,8 @@ def _node(node_id: str, body: Any, where: Path_, errors: _Collector) -> Node | N
         sweep=bool(body.get("sweep", False)),
         judge_start=_condition(body.get("judge_start", False), (*where, "judge_start"), errors),
         ask=tuple(questions), probes=tuple(probes), rules=tuple(rules), next=tuple(edges),
+        thresholds=_thresholds(body.get("thresholds", []), (*where, "thresholds"), errors,
+                               f"node '{node_id}'"),
     )  # fmt: skip
 
 
@@ -411,7 +425,29 @@ def _finding(code: str, body: Any, where: Path_, errors: _Collector) -> Finding 
         gone_evidence=_template(body.get("gone_evidence", "")),
         expected_worse=tuple(str(s) for s in body.get("expected_worse", []) or []),
         acts_on=_items(body.get("acts_on", []), (*where, "acts_on"), errors),
+        thresholds=_thresholds(body.get("thresholds", []), (*where, "thresholds"), errors,
+                               f"finding {code}"),
     )  # fmt: skip
+
+
+def _thresholds(value: Any, where: Path_, errors: _Collector, owner: str) -> tuple[Threshold, ...]:
+    """The ``thresholds`` of a finding (its rules) or a node (its edges): ``{at: FACT, value: N
+    or FIGURE, from: {en, zh}}`` each."""
+    if not isinstance(value, list):
+        errors.add(where, f"{owner}: thresholds must be a list")
+        return ()
+    found = []
+    for index, item in enumerate(value):
+        here = (*where, index)
+        number = item.get("value") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or not isinstance(item.get("at"), str) or isinstance(
+            number, bool) or not isinstance(number, int | float | str):  # fmt: skip
+            errors.add(here, f"{owner}: a threshold needs `at` (a fact) and a `value` (a number, "
+                       "or the measured figure it is compared with)")  # fmt: skip
+            continue
+        source = _text(item.get("from"), (*here, "from"), errors, f"{owner} threshold source")
+        found.append(Threshold(at=item["at"], value=number, source=source))
+    return tuple(found)
 
 
 # -- graph checks ----------------------------------------------------------------------------

@@ -13,9 +13,12 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from wizard.changes import API_SERVER_CORE_BAR
-
 SCHEMA_VERSION = 1
+# vLLM's API server is one asyncio process: it cannot use more than one core. The walk's LAT035
+# judges it by the pace it would need (its CPU times the client's TPOT over the engine's gap);
+# triage reads /metrics alone, with no client pace, so a process this near its core counts as
+# saturated (the walk's bar before issue #26; not derived: see docs/findings.md).
+API_SERVER_CORE_BAR = 0.8
 # The order a class is named in: a server that does not answer or whose engine died explains
 # everything after it; preemption (KV pressure) puts requests back in the queue, so a queue seen
 # with preemptions is KV pressure first; the API server and the proxy come after the engine.
@@ -118,8 +121,7 @@ def _queue(
 
 
 def _api_server(delta: dict[str, Any]) -> dict[str, Any]:
-    # vLLM's API server is one asyncio process: it cannot use more than one core, so near a core
-    # its events wait (the walk's LAT035 bar, changes.API_SERVER_CORE_BAR).
+    # Near its one core, its events wait (API_SERVER_CORE_BAR).
     cores = delta.get("api_server_cpu_cores")
     if cores is None:
         return _check("api_server_cpu_saturated", "unknown", why="no_process_cpu")

@@ -140,7 +140,8 @@ def _change_cell(change: dict[str, Any] | None) -> str:
 
 def findings_markdown(book: Any) -> str:
     """Every finding: code, severity, cause, title, its evidence, the change it proposes, the
-    evidence that shows it gone, the procedure items it acts on, docs."""
+    evidence that shows it gone, the procedure items it acts on, docs; then every threshold the
+    findings' rules and the nodes' edges compare with and where it comes from."""
     lines = [
         "# Finding codes",
         "",
@@ -159,4 +160,24 @@ def findings_markdown(book: Any) -> str:
         lines.append(f"| {code} | {finding.severity} | `{finding.cause}` | {finding.title['en']} / "
                      f"{finding.title['zh']} | {_code(finding.evidence.get('en', ''))} | {change} | {gone} "
                      f"| {acts} | {docs} |")  # fmt: skip
+    lines += [
+        "",
+        "## Where each threshold comes from",
+        "",
+        "Every number a finding's rules (and its `gone`) or a node's edges compare with, and its",
+        "source: vLLM's or nginx's docs and source, the measured baseline and its A/A noise band,",
+        "the client's measured lag, a definition, or a value chosen (said so). From the `thresholds`",
+        "of each finding and node in the playbook; a test keeps every number of the conditions",
+        "listed here.",
+        "",
+        "| finding or node | compared | value | where it comes from |",
+        "|---|---|---|---|",
+    ]
+    owners = [*sorted(book.findings.items()), *book.nodes.items()]
+    for owner, holder in owners:
+        for limit in holder.thresholds:
+            value = f"{limit.value:g}" if isinstance(limit.value, int | float) else (
+                f"`{limit.value}`")  # fmt: skip
+            lines.append(f"| {owner} | `{limit.at}` | {value} | "
+                         f"{limit.source['en'].replace('|', '/')} |")  # fmt: skip
     return "\n".join(lines) + "\n"
