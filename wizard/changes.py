@@ -422,7 +422,13 @@ def gzip_without_event_stream(
 def lower_client_concurrency(
     facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]
 ) -> Proposal:
-    """LAT050: half the measuring client's own concurrency (the wizard's, not the service's)."""
+    """LAT050: half the measuring client's own concurrency (the wizard's, not the service's).
+
+    A bisection step, not a computed value, on purpose: the client is one event loop, so its CPU
+    share stops at one core and a saturated client cannot say by how much it is over (0.95 and
+    1.0 of a core may be 1.1x or 3x the work it can do). Halving finds the concurrency it keeps up
+    with in a few steps, and the round measured again after it shows whether it does (LAT050
+    gone). It changes the wizard's own client only, never the service."""
     spec = _fact(facts, "direct.spec") or {}
     now = int(spec.get("concurrency", 0)) or None
     after = max(1, now // 2) if now else None
@@ -431,7 +437,8 @@ def lower_client_concurrency(
         # `run --concurrency N` is how an operator sets it on the next walk.
         "after": after,
         "apply": f"measure with {after} streams (run --concurrency {after})" if after else "fewer streams",
-        "basis": "the measuring client is behind; fewer streams let it keep up",
+        "basis": "the measuring client is behind by an amount its CPU share (capped at one core) "
+                 "cannot tell; half the streams, then measured again",
     }  # fmt: skip
 
 
