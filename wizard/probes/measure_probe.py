@@ -117,7 +117,7 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     report = result.to_dict()
     measurement = result.measurement(spec)
     steady = flat_summary(report["steady"]["summary"])
-    server = watcher.summary(before, after, result.ok_samples)
+    server = watcher.summary(before, after, [s for s in (*result.warmup, *result.samples) if s.ok])
     # The engine's own prefill time leaves the queue and the network out; without it, TTFT.
     prefill_ms = server.get("prefill_mean_ms") or steady["ttft_p50"]
     client = report["client"]
@@ -261,7 +261,10 @@ class _ServerWatch:
         server_ttft = change["server_ttft_mean_s"]
         queried, hits = change["prefix_cache_queries"], change["prefix_cache_hits"]
         # The server's TTFT starts when the engine sees the request; the client's includes the
-        # proxy, the network and the API server (facts §1.1). Both are means over the same requests.
+        # proxy, the network and the API server (facts §1.1). Both are means over the round's
+        # requests, its cold ones too (the server's histogram counts every request of the round;
+        # those a round that answered its question dropped on their way are in the server's
+        # count, ``engine_requests``, and not the client's).
         client_ttft = [s.ttft_ms for s in samples if s.ttft_ms is not None]
         outside_ms = (
             sum(client_ttft) / len(client_ttft) - server_ttft * 1000
@@ -276,6 +279,8 @@ class _ServerWatch:
             # Requests the server had answered before this round (its lifetime TTFT count): a
             # server that served before is past its cold start, whatever its first samples say.
             "requests_before": before.ttft_s.get("count", 0.0),
+            # The requests the engine gave a first token during the round (its TTFT count).
+            "engine_requests": after.ttft_s.get("count", 0.0) - before.ttft_s.get("count", 0.0),
             # The engine's own word on queueing: how much of its TTFT requests spent waiting.
             "queue_mean_ms": queue * 1000 if queue is not None else None,
             "queue_share_of_ttft": queue / server_ttft
