@@ -469,14 +469,11 @@ def _walk(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_k
     session = Session(book, context, operator, writer, lang, show, on_busy=on_busy)
     start = restore(session, events) if events else None
     if events and planned is None:
-        # Resumed: what is left of the walk, from the node it continues at, before its server
-        # check pings (shown here: the transcript exists, so a refusal keeps it as it was).
-        from wizard.operator import InteractiveOperator
-
+        # Resumed: what is left of the walk, from the node it continues at, shown before its
+        # server check pings; not asked again (the person consented to the walk's load at `run`).
         known = {"proxy": header.get("proxy"), "target": header["target"],
                  "nginx_conf": header.get("nginx_conf"), "replicas": header.get("replicas")}  # fmt: skip
-        planned = show_budget(book, context.workload, known, args, lang,
-                              isinstance(operator, InteractiveOperator), start)  # fmt: skip
+        planned = show_budget(book, context.workload, known, args, lang, False, start)
     if planned is not None:
         # Shown before the first request; recorded, not shown again. The deadline runs from here.
         from wizard.budget import Limits
