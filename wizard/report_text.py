@@ -30,7 +30,7 @@ def text(report: dict[str, Any]) -> str:
         )
     lines = [head, *answer_lines(report)]
     lines += _baseline_lines(report, lang)
-    lines += [compact(row, lang) for row in report.get("waterfall") or []]
+    lines += compact(report.get("waterfall") or [], lang)
     for comparison in report.get("validation") or []:  # LoadGen: every change, on its own path
         label = say(validation_word(report), lang, path=path_name(comparison.get("path"), lang))
         effects = [segment_effect(s, lang) for s in comparison["segments"]]

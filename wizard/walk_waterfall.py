@@ -93,8 +93,15 @@ def lines(row: dict[str, Any], lang: str) -> list[str]:
     return out
 
 
-def compact(row: dict[str, Any], lang: str) -> str:
-    """One path's waterfall on one line (the text summary): each hop's mean, the remainder."""
+def compact(rows: list[dict[str, Any]], lang: str) -> list[str]:
+    """The text summary's one line (it has at most 15): the proxy's waterfall, which has the
+    most hops, else the direct one's, else why there is none."""
+    shown = sorted(rows, key=lambda row: ("absent" in row, row["path"] != "proxy"))
+    return [_compact(shown[0], lang)] if shown else []
+
+
+def _compact(row: dict[str, Any], lang: str) -> str:
+    """One path's waterfall on one line: each hop's mean, the remainder."""
     from wizard.words import joined, ms, path_name, say
 
     name = path_name(row["path"], lang)
