@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import SimProcess, wizard_command
 from wizard import transcript
+from wizard.budget import ENTRY_PINGS
 
 FINISHED = re.compile(r"^vllm:request_success_total\{[^}]*\} (\S+)$", re.MULTILINE)
 
@@ -135,6 +136,14 @@ def test_the_deadline_cuts_a_round_that_never_ends(tmp_path: Path) -> None:
     assert not any(e["type"] == "measurement" for e in loaded.events)
 
 
+def _walked(*args: str) -> str:
+    """A walk's command run to its end (a cause found or not, or nothing measured under a cap):
+    what it printed, its lines joined."""
+    result = subprocess.run(wizard_command(*args), capture_output=True, text=True, timeout=600)
+    assert result.returncode in (0, 3, 4), result.stderr
+    return " ".join(result.stdout.split())
+
+
 def _planned(path: Path) -> dict[str, Any]:
     return next(e["data"] for e in transcript.load(path).events if e["type"] == "budget")
 
@@ -175,12 +184,7 @@ def test_the_demo_says_and_records_its_budget_and_the_cap_holds(tmp_path: Path) 
     """The demo prints the load before its first request and records it, as run does (no
     question: the load goes to its own simulator); --max-requests caps it."""
     path = tmp_path / "demo.ndjson"
-    result = subprocess.run(
-        wizard_command("demo", "--auto", "--max-requests", "3", "--transcript", str(path)),
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert result.returncode in (0, 3, 4), result.stderr
-    out = " ".join(result.stdout.split())
+    out = _walked("demo", "--auto", "--max-requests", "3", "--transcript", str(path))
     assert out.index("The load this walk will send") < out.index("endpoints: model")
     events = transcript.load(path).events
     kinds = [e["type"] for e in events]
@@ -205,13 +209,7 @@ def test_resume_says_and_records_the_budget_of_what_is_left(
     cut = tmp_path / "cut.ndjson"
     cut.write_bytes(b"".join(lines[: first_exit + 2]))
     before = finished(healthy_sim)
-    resumed = subprocess.run(
-        wizard_command("resume", str(cut), "--auto", "--target", healthy_sim.url,
-                       "--max-requests", "20"),
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert resumed.returncode in (0, 3, 4), resumed.stderr
-    out = " ".join(resumed.stdout.split())
+    out = _walked("resume", str(cut), "--auto", "--target", healthy_sim.url, "--max-requests", "20")
     assert out.index("The load this walk will send") < out.index("resuming")
     events = transcript.load(cut).events
     kinds = [e["type"] for e in events]
@@ -226,10 +224,4 @@ def test_resume_says_and_records_the_budget_of_what_is_left(
     assert planned["max_requests"] == 20 and baseline["rounds"] >= 2
     spent = events[-1]["data"]["spent"]
     assert spent["requests"] <= 20 and spent["skipped"]
-    assert finished(healthy_sim) - before <= spent["requests"] + budget_pings()
-
-
-def budget_pings() -> int:
-    from wizard.budget import ENTRY_PINGS
-
-    return ENTRY_PINGS
+    assert finished(healthy_sim) - before <= spent["requests"] + ENTRY_PINGS

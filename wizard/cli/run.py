@@ -149,10 +149,10 @@ def run_command(args: argparse.Namespace) -> int:
     book = playbook_module.load(args.playbook or playbook_module.DEFAULT_PLAYBOOK)
     operator = choose_operator(args, book)
     check_transcript_path(Path(args.transcript or default_transcript_path("")))
-    fleet = args.fleet_report = _read_fleet(args)
+    fleet = _read_fleet(args)
     for url in filter(None, (args.target, args.proxy)):
         preflight(url, log_given=bool(args.vllm_log), timeout_s=args.timeout)
-    planned = _budget(args, book, workload, operator)
+    planned = _budget(args, book, workload, operator, fleet)
     api_key = api_key_from_env(args.api_key_env)
     path = Path(args.transcript) if args.transcript else default_transcript_path(args.target)
     header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
@@ -168,14 +168,15 @@ def run_command(args: argparse.Namespace) -> int:
                    planned=planned)  # fmt: skip
 
 
-def _budget(args: argparse.Namespace, book: Any, workload: Any, operator: Any) -> dict[str, Any]:
+def _budget(args: argparse.Namespace, book: Any, workload: Any, operator: Any,
+            fleet: dict[str, Any] | None) -> dict[str, Any]:  # fmt: skip
     """The load the walk will send, printed before its first request; a person at the terminal
     consents to it once (an explicit answer), else nothing is sent nor written."""
     from wizard.operator import InteractiveOperator
 
     lang = args.lang or default_language()
     known = {"proxy": args.proxy, "target": args.target, "nginx_conf": args.nginx_conf,
-             "replicas": args.replica}  # fmt: skip
+             "replicas": args.replica, "fleet": fleet}  # fmt: skip
     return show_budget(book, workload, known, args, lang,
                        consent=isinstance(operator, InteractiveOperator))  # fmt: skip
 
@@ -184,8 +185,8 @@ def show_budget(book: Any, workload: Any, known: dict[str, Any], args: argparse.
                 lang: str, consent: bool, start: str | None = None) -> dict[str, Any]:  # fmt: skip
     """The ``budget`` event's data for a walk (``run``, ``demo``, a ``resume`` from ``start``),
     printed; with ``consent``, asked once at the terminal. ``known``: the session's proxy,
-    target, nginx config and listed replicas; ``args``: --max-requests, --deadline, --timeout
-    (and the fleet read at the start of ``run``, ``args.fleet_report``)."""
+    target, nginx config, listed replicas and the fleet read at the start of ``run`` (what the
+    replicas probe will find); ``args``: --max-requests, --deadline, --timeout."""
     from wizard import aio, budget, prompts
     from wizard.auth import without_userinfo
     from wizard.engine import session_facts
@@ -196,7 +197,7 @@ def show_budget(book: Any, workload: Any, known: dict[str, Any], args: argparse.
 
     session = session_facts(known["proxy"], known["target"], known["nginx_conf"], workload)
     rounds = budget.known_replica_rounds(known["replicas"], known["nginx_conf"],
-                                         getattr(args, "fleet_report", None), known["proxy"])  # fmt: skip
+                                         known.get("fleet"), known["proxy"])  # fmt: skip
     stages = budget.plan(book, workload, session, rounds, start)
     deadline = getattr(args, "deadline", None) or budget.default_deadline(stages, args.timeout)
     planned = budget.budget_event(stages, getattr(args, "max_requests", None), deadline, rounds)
