@@ -77,16 +77,20 @@ def read_path(path: str | Path) -> dict[str, Any]:
     return _read(Path(path), 0)
 
 
-def _read(path: Path, offset: int) -> dict[str, Any]:
+def _read(path: Path, offset: int, last: int | None = None) -> dict[str, Any]:
     """The means over the completion requests in the lines from byte ``offset`` on (the last
-    TAIL_LINES of them)."""
+    TAIL_LINES of them; of those, the ``last`` completions when given)."""
     with path.open("rb") as raw:
         raw.seek(offset)  # a byte offset: the text layer on top starts decoding there
         handle = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
         lines = deque(handle, maxlen=TAIL_LINES)
         handle.detach()  # the file is closed once, by its own ``with``
     found = [t for t in (read_line(line) for line in lines) if t is not None]
-    summary: dict[str, Any] = {"file": str(path), "lines_read": len(lines), "requests": len(found)}
+    logged = len(found)
+    if last is not None:
+        found = found[-last:] if last > 0 else []
+    summary: dict[str, Any] = {"file": str(path), "lines_read": len(lines), "logged": logged,
+                               "requests": len(found)}  # fmt: skip
     for field in FIELDS:
         values = [getattr(t, field) for t in found if getattr(t, field) is not None]
         summary[f"{field}_ms"] = sum(values) / len(values) * 1000 if values else None
@@ -97,9 +101,12 @@ def _read(path: Path, offset: int) -> dict[str, Any]:
 async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Walk probe ``nginx-access`` (``run --nginx-access-log``): with ``mark``, where the log
     ends now; else the means over the lines nginx added since ``since`` (the mark's ``offset``),
-    so a round through the proxy between the two is read alone. Live traffic through the same
-    nginx meanwhile is in them too, as it is in the engine's /metrics over the round: both are
-    means over the window (``requests`` says how many the log had)."""
+    so a round through the proxy between the two is read alone. ``steady`` and ``cold``: the
+    requests the round the walk kept sent; its last completions are that round's (a round its
+    client could not time is measured again, and only the last attempt's facts are kept).
+    Live traffic through the same nginx meanwhile is in them too, as it is in the engine's
+    /metrics over the round (``logged`` says how many completions the log had since the mark,
+    ``requests`` how many were read)."""
     if not ctx.nginx_access_log:
         return {"available": False, "why": "not_given"}
     path = Path(ctx.nginx_access_log)
@@ -113,8 +120,11 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     # No mark (it failed), or a log rotated or cut since: its lines cannot be told apart.
     if not isinstance(since, int) or isinstance(since, bool) or since > size:
         return {"available": False, "why": "no_mark", "file": str(path)}
+    counts = [n for n in (params.get("steady"), params.get("cold"))
+              if isinstance(n, int) and not isinstance(n, bool)]  # fmt: skip
+    kept = sum(counts) if len(counts) == 2 else None  # the round's facts, when it has them
     try:
-        found = _read(path, since)
+        found = _read(path, since, kept)
     except OSError as exc:
         return {"available": False, "why": "unreadable", "file": str(path), "error": str(exc)}
     return {"available": True, "since": since, **found}
