@@ -184,13 +184,14 @@ def test_the_demo_says_and_records_its_budget_and_the_cap_holds(tmp_path: Path) 
     """The demo prints the load before its first request and records it, as run does (no
     question: the load goes to its own simulator); --max-requests caps it."""
     path = tmp_path / "demo.ndjson"
-    out = _walked("demo", "--auto", "--max-requests", "3", "--transcript", str(path))
+    out = _walked("demo", "--auto", "--max-requests", "3", "--deadline", "600",
+                  "--transcript", str(path))  # fmt: skip
     assert out.index("The load this walk will send") < out.index("endpoints: model")
     events = transcript.load(path).events
     kinds = [e["type"] for e in events]
     assert kinds.index("budget") < kinds.index("probe_result")
     planned = _planned(path)
-    assert planned["max_requests"] == 3 and planned["requests"] > 3
+    assert planned["max_requests"] == 3 and planned["requests"] > 3 and planned["deadline_s"] == 600
     spent = events[-1]["data"]["spent"]
     assert spent["requests"] <= 3 and "direct" in spent["skipped"]
 
@@ -209,7 +210,8 @@ def test_resume_says_and_records_the_budget_of_what_is_left(
     cut = tmp_path / "cut.ndjson"
     cut.write_bytes(b"".join(lines[: first_exit + 2]))
     before = finished(healthy_sim)
-    out = _walked("resume", str(cut), "--auto", "--target", healthy_sim.url, "--max-requests", "20")
+    out = _walked("resume", str(cut), "--auto", "--target", healthy_sim.url, "--max-requests", "20",
+                  "--deadline", "300")  # fmt: skip
     assert out.index("The load this walk will send") < out.index("resuming")
     events = transcript.load(cut).events
     kinds = [e["type"] for e in events]
@@ -221,7 +223,8 @@ def test_resume_says_and_records_the_budget_of_what_is_left(
     # From the direct baseline on: its rounds, not the first step's (pings only), plus the
     # server check's three pings.
     baseline = next(row for row in planned["stages"] if row["stage"] == "baseline")
-    assert planned["max_requests"] == 20 and baseline["rounds"] >= 2
+    assert planned["max_requests"] == 20 and planned["deadline_s"] == 300
+    assert baseline["rounds"] >= 2
     spent = events[-1]["data"]["spent"]
     assert spent["requests"] <= 20 and spent["skipped"]
     assert finished(healthy_sim) - before <= spent["requests"] + ENTRY_PINGS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from wizard.cli.inputs import count
+from wizard.cli.inputs import count, seconds
 from wizard.cli.run import operator_arguments
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ def register(subparsers: Any, words: Words) -> None:
     demo.add_argument("--engine-flag", action="append", default=[], metavar="NAME=VALUE",
                       help=words("demo.engine_flag"))  # fmt: skip
     demo.add_argument("--keep-files", action="store_true", help=words("demo.keep_files"))
+    demo.add_argument("--deadline", type=seconds, metavar="SECONDS", help=words("run.deadline"))
     demo.add_argument("--max-requests", type=count, metavar="N", help=words("run.max_requests"))
     demo.set_defaults(handler=demo_command)
 

@@ -60,6 +60,7 @@ def register(subparsers: Any, words: Words) -> None:
     resume.add_argument("--replica", action="append", metavar="URL",
                         help=words("resume.url", name="replica"))  # fmt: skip
     resume.add_argument("--timeout", type=seconds, default=60.0, help=words("timeout_per_request"))
+    resume.add_argument("--deadline", type=seconds, metavar="SECONDS", help=words("run.deadline"))
     resume.add_argument(
         "--max-requests", type=count, metavar="N", help=words("resume.max_requests")
     )
@@ -199,8 +200,8 @@ def show_budget(book: Any, workload: Any, known: dict[str, Any], args: argparse.
     rounds = budget.known_replica_rounds(known["replicas"], known["nginx_conf"],
                                          known.get("fleet"), known["proxy"])  # fmt: skip
     stages = budget.plan(book, workload, session, rounds, start)
-    deadline = getattr(args, "deadline", None) or budget.default_deadline(stages, args.timeout)
-    planned = budget.budget_event(stages, getattr(args, "max_requests", None), deadline, rounds)
+    deadline = args.deadline or budget.default_deadline(stages, args.timeout)
+    planned = budget.budget_event(stages, args.max_requests, deadline, rounds)
     console().print(budget_text(planned, lang), soft_wrap=True)
     if consent:
         question = texts("budget.consent", target=without_userinfo(known["target"]))[lang]
