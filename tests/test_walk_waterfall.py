@@ -257,3 +257,28 @@ def test_an_older_transcript_exports_saying_why_it_has_no_waterfall() -> None:
     assert said in _export(OLD, "md") and said in _export(OLD, "text")
     assert said in _export(OLD, "html").replace("&#x27;", "'").replace("&#39;", "'")
     assert "这份记录写于各轮开始保存引擎预填充时间之前" in _export(OLD, "text", "--lang", "zh")
+
+
+def test_an_edited_waterfalls_facts_are_one_line_never_a_crash(tmp_path: Path) -> None:
+    """Facts the waterfall reads, edited (re-chained, so the chain holds): a reason no words
+    know, TTFTs that are no numbers. The export says the event does not fit, in one line."""
+    from wizard.transcript import Redactor, TranscriptWriter
+
+    source = transcript.load(OLD)
+    header = {k: v for k, v in source.header.items()
+              if k not in ("type", "schema_version", "tool_version", "started_at")}  # fmt: skip
+    path = tmp_path / "edited.ndjson"
+    writer = TranscriptWriter.create(path, header, Redactor())
+    for event in source.events:
+        writer.append(event["type"], event["node"], event["data"])
+    writer.append("probe_result", "baseline.proxy", {"probe": "nginx-access", "as": "proxy_access",
+                  "error": None, "facts": {"available": False, "why": "gone fishing"}})  # fmt: skip
+    writer.append("probe_result", "baseline.proxy", {"probe": "measure", "as": "proxy",
+                  "error": None, "facts": {"path": "proxy", "url": "http://x",
+                                           "values": {"ttft_ms": ["fast"]}}})  # fmt: skip
+    writer.close()
+    for fmt in ("md", "text", "json"):
+        assert _export(path, fmt)
+    assert "data.facts.why is 'gone fishing'" in _export(path, "md")
+    # Markdown escapes the index's brackets.
+    assert r"data.facts.values.ttft_ms\[0\] is a str" in _export(path, "md")
