@@ -10,12 +10,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pytest
 
 from tests.conftest import SimProcess, wizard_command
 from wizard import transcript
+from wizard.budget import ENTRY_PINGS
 
 FINISHED = re.compile(r"^vllm:request_success_total\{[^}]*\} (\S+)$", re.MULTILINE)
 
@@ -132,3 +134,97 @@ def test_the_deadline_cuts_a_round_that_never_ends(tmp_path: Path) -> None:
     assert any("the walk's deadline (3 s, --deadline) passed after 0 round(s)" in n for n in notes)
     assert loaded.events[-1]["data"]["spent"]["deadline_reached"]
     assert not any(e["type"] == "measurement" for e in loaded.events)
+
+
+def _walked(*args: str) -> str:
+    """A walk's command run to its end (a cause found or not, or nothing measured under a cap):
+    what it printed, its lines joined."""
+    result = subprocess.run(wizard_command(*args), capture_output=True, text=True, timeout=600)
+    assert result.returncode in (0, 3, 4), result.stderr
+    return " ".join(result.stdout.split())
+
+
+def _planned(path: Path) -> dict[str, Any]:
+    return next(e["data"] for e in transcript.load(path).events if e["type"] == "budget")
+
+
+def test_the_replicas_round_is_priced_per_round_it_sends(
+    healthy_sim: SimProcess, tmp_path: Path
+) -> None:
+    """The replicas probe measures every replica twice (A B C, C B A) and once through the
+    balancer: with two replicas listed that is five rounds, and the budget prices five (it priced
+    one). --max-requests 0 plans without sending a round."""
+    from wizard import budget
+
+    alone = tmp_path / "alone.ndjson"
+    listed = tmp_path / "listed.ndjson"
+    proxy = ("--proxy", healthy_sim.url)
+    walk(healthy_sim, alone, *proxy, "--max-requests", "0")
+    walk(healthy_sim, listed, *proxy, "--max-requests", "0",
+         "--replica", "http://127.0.0.1:9001", "--replica", "http://127.0.0.1:9002")  # fmt: skip
+    one = budget.round_cost(
+        "replicas", {"concurrency": 8, "requests": 16, "input_tokens": 64, "max_tokens": 32}
+    )  # fmt: skip (the playbook's round)
+    assert one is not None
+    without, with_replicas = _planned(alone), _planned(listed)
+    assert without["replicas_rounds"] == 0 and with_replicas["replicas_rounds"] == 5
+    assert with_replicas["requests"] - without["requests"] == 5 * one.requests
+    limits = budget.Limits(100.0, None, with_replicas["replicas_rounds"])
+    limits.spend("replicas", one, {"available": True})
+    assert (limits.requests, limits.rounds) == (5 * one.requests, 5)
+    assert limits.over_cap("replicas", one) is False
+    capped = budget.Limits(100.0, 4 * one.requests, 5)
+    assert capped.over_cap("replicas", one)  # one round fits the cap, five do not
+    nothing = budget.Limits(100.0, None, 5)
+    nothing.spend("replicas", one, {"available": False})  # fewer than two found: none sent
+    assert (nothing.requests, nothing.rounds) == (0, 0)
+
+
+def test_the_demo_says_and_records_its_budget_and_the_cap_holds(tmp_path: Path) -> None:
+    """The demo prints the load before its first request and records it, as run does (no
+    question: the load goes to its own simulator); --max-requests caps it."""
+    path = tmp_path / "demo.ndjson"
+    out = _walked("demo", "--auto", "--max-requests", "3", "--deadline", "600",
+                  "--transcript", str(path))  # fmt: skip
+    assert out.index("The load this walk will send") < out.index("endpoints: model")
+    events = transcript.load(path).events
+    kinds = [e["type"] for e in events]
+    assert kinds.index("budget") < kinds.index("probe_result")
+    planned = _planned(path)
+    assert planned["max_requests"] == 3 and planned["requests"] > 3 and planned["deadline_s"] == 600
+    spent = events[-1]["data"]["spent"]
+    assert spent["requests"] <= 3 and "direct" in spent["skipped"]
+
+
+def test_resume_says_and_records_the_budget_of_what_is_left(
+    healthy_sim: SimProcess, tmp_path: Path
+) -> None:
+    """A resumed walk prints the load from where it continues (its server check's pings
+    included) before that check, records it, and --max-requests caps what it sends."""
+    whole = tmp_path / "whole.ndjson"
+    walk(healthy_sim, whole, "--max-requests", "3")
+    lines = whole.read_bytes().splitlines(keepends=True)
+    loaded = transcript.load(whole)
+    # The header, then every event up to the first step's exit: the walk continues at the next.
+    first_exit = next(i for i, e in enumerate(loaded.events) if e["type"] == "node_exit")
+    cut = tmp_path / "cut.ndjson"
+    cut.write_bytes(b"".join(lines[: first_exit + 2]))
+    before = finished(healthy_sim)
+    out = _walked("resume", str(cut), "--auto", "--target", healthy_sim.url, "--max-requests", "20",
+                  "--deadline", "300")  # fmt: skip
+    assert out.index("The load this walk will send") < out.index("resuming")
+    events = transcript.load(cut).events
+    kinds = [e["type"] for e in events]
+    # The first walk's budget, then the resumed one's, after the kept events and before the
+    # server check.
+    first, again = [i for i, kind in enumerate(kinds) if kind == "budget"]
+    assert first < first_exit < again < kinds.index("resume")
+    planned = events[again]["data"]
+    # From the direct baseline on: its rounds, not the first step's (pings only), plus the
+    # server check's three pings.
+    baseline = next(row for row in planned["stages"] if row["stage"] == "baseline")
+    assert planned["max_requests"] == 20 and planned["deadline_s"] == 300
+    assert baseline["rounds"] >= 2
+    spent = events[-1]["data"]["spent"]
+    assert spent["requests"] <= 20 and spent["skipped"]
+    assert finished(healthy_sim) - before <= spent["requests"] + ENTRY_PINGS

@@ -50,6 +50,28 @@ class RoundCost:
     def to_dict(self) -> dict[str, Any]:
         return {"requests": self.requests, "tokens": self.tokens, "concurrency": self.concurrency}
 
+    def times(self, rounds: int) -> RoundCost:
+        """The cost of ``rounds`` such rounds, one after the other."""
+        return RoundCost(self.requests * rounds, self.tokens * rounds, self.concurrency,
+                         self.seconds * rounds)  # fmt: skip
+
+
+def replica_rounds(replicas: int, proxied: bool) -> int:
+    """How many rounds the replicas probe sends: every replica measured twice (A B C, C B A:
+    probes/replicas.py), then one round through the balancer; none with fewer than two replicas
+    (the probe has nothing to compare and sends nothing)."""
+    return 0 if replicas < 2 else 2 * replicas + int(proxied)
+
+
+def known_replica_rounds(listed: list[str] | None, nginx_conf: str | None,
+                         fleet: dict[str, Any] | None, proxy: str | None) -> int:  # fmt: skip
+    """The replicas probe's rounds for the replicas known before the walk (``--replica``, the
+    nginx upstream, Prometheus' targets: what the probe itself will find)."""
+    from wizard.probes.replica_sources import known
+
+    found = known(listed, nginx_conf, fleet)
+    return replica_rounds(len(found.urls) if found is not None else 0, bool(proxy))
+
 
 def _int(params: dict[str, Any], key: str, default: int) -> int:
     """A literal count from a round's parameters; one taken from a fact or an answer at walk
@@ -110,12 +132,12 @@ def _possible(condition: Any, session: dict[str, Any]) -> bool:
     return bool(evaluate(condition, {"session": session}, {}))
 
 
-def _planned(playbook: Any, session: dict[str, Any]) -> list[Any]:
-    """The nodes a walk may enter, in the playbook's order: reachable from the start through
+def _planned(playbook: Any, session: dict[str, Any], start: str) -> list[Any]:
+    """The nodes a walk may enter, in the playbook's order: reachable from ``start`` through
     edges not ruled out by what is known before it."""
     from wizard.playbook import END
 
-    reached, todo = {playbook.start}, [playbook.start]
+    reached, todo = {start}, [start]
     while todo:
         for edge in playbook.nodes[todo.pop()].next:
             if _possible(edge.when, session) and edge.to != END and edge.to not in reached:
@@ -124,12 +146,32 @@ def _planned(playbook: Any, session: dict[str, Any]) -> list[Any]:
     return [node for node in playbook.nodes.values() if node.id in reached]
 
 
-def plan(playbook: Any, workload: Any, session: dict[str, Any]) -> list[dict[str, Any]]:
+def plan(
+    playbook: Any, workload: Any, session: dict[str, Any], replicas_rounds: int = 0,
+    start: str | None = None,
+) -> list[dict[str, Any]]:  # fmt: skip
     """Per stage, in the playbook's order: its planned rounds, requests, tokens and the highest
     concurrency, with the deadline's allowance (``seconds``). ``session``: the facts known
-    before the walk (``has_proxy``), which rule rounds out (the proxy's without a proxy)."""
+    before the walk (``has_proxy``), which rule rounds out (the proxy's without a proxy).
+    ``replicas_rounds``: the rounds the replicas probe sends (``known_replica_rounds``).
+    ``start``: the node a resumed walk continues at (its server check pings first)."""
     stages: dict[str, dict[str, Any]] = {}
-    for node in _planned(playbook, session):
+
+    def add(stage: str, cost: RoundCost, rounds: int) -> None:
+        row = stages.setdefault(stage, {"stage": stage, "rounds": 0, "requests": 0,
+                                        "tokens": 0, "concurrency": 0, "seconds": 0.0})  # fmt: skip
+        row["rounds"] += rounds
+        row["requests"] += cost.requests
+        row["tokens"] += cost.tokens
+        row["concurrency"] = max(row["concurrency"], cost.concurrency)
+        row["seconds"] += cost.seconds
+
+    first = start or playbook.start
+    pings = round_cost("endpoints", {})
+    assert pings is not None
+    if first != playbook.start:  # a resumed walk checks it is the same server (the pings)
+        add(playbook.nodes[first].stage, pings, 0)
+    for node in _planned(playbook, session, first):
         for call in node.probes:
             if not _possible(call.when, session):
                 continue
@@ -138,26 +180,26 @@ def plan(playbook: Any, workload: Any, session: dict[str, Any]) -> list[dict[str
             # The endpoints probe pings once at the start (again only after a restart).
             if cost is None or (call.name == "endpoints" and node.id != playbook.start):
                 continue
-            row = stages.setdefault(node.stage, {"stage": node.stage, "rounds": 0, "requests": 0,
-                                                 "tokens": 0, "concurrency": 0, "seconds": 0.0})  # fmt: skip
-            row["rounds"] += call.name != "endpoints"
-            row["requests"] += cost.requests
-            row["tokens"] += cost.tokens
-            row["concurrency"] = max(row["concurrency"], cost.concurrency)
-            row["seconds"] += cost.seconds
+            rounds = replicas_rounds if call.name == "replicas" else int(call.name != "endpoints")
+            if call.name == "replicas" and not rounds:
+                continue  # fewer than two replicas known: the probe sends nothing
+            add(node.stage, cost.times(rounds) if call.name == "replicas" else cost, rounds)
     return list(stages.values())
 
 
 def budget_event(
-    stages: list[dict[str, Any]], max_requests: int | None, deadline_s: float
-) -> dict[str, Any]:
-    """The ``budget`` event's data: the plan per stage, its totals, the cap and the deadline."""
+    stages: list[dict[str, Any]], max_requests: int | None, deadline_s: float,
+    replicas_rounds: int = 0,
+) -> dict[str, Any]:  # fmt: skip
+    """The ``budget`` event's data: the plan per stage, its totals, the cap, the deadline and
+    the rounds the replicas probe sends (each priced in the stage's row)."""
     return {
         "stages": [{k: v for k, v in row.items() if k != "seconds"} for row in stages],
         "requests": sum(row["requests"] for row in stages),
         "tokens": sum(row["tokens"] for row in stages),
         "max_requests": max_requests,
         "deadline_s": round(deadline_s, 1),
+        "replicas_rounds": replicas_rounds,
     }
 
 
@@ -174,6 +216,8 @@ class Limits:
 
     deadline_s: float
     max_requests: int | None = None
+    # The replicas probe's rounds (known_replica_rounds): round_cost prices one of them.
+    replicas_rounds: int = 1
     started: float = field(default_factory=time.monotonic)
     requests: int = 0
     tokens: int = 0
@@ -190,24 +234,36 @@ class Limits:
             self.deadline_reached = True
             raise DeadlineReached
 
+    def priced(self, name: str, cost: RoundCost) -> RoundCost:
+        """What a probe call sends: the replicas probe sends its round once per replica and
+        pass (and once through the balancer), every other probe its round once."""
+        return cost.times(self.replicas_rounds) if name == "replicas" else cost
+
     def over_cap(self, name: str, cost: RoundCost) -> bool:
         """Whether the round would take the walk past ``--max-requests`` (the cap stops rounds
         of load; the endpoints probe's pings, which the walk needs to start, are counted)."""
         return (
             name in LOAD_PROBES
             and self.max_requests is not None
-            and self.requests + cost.requests > self.max_requests
+            and self.requests + self.priced(name, cost).requests > self.max_requests
         )
 
     def spend(self, name: str, cost: RoundCost, facts: dict[str, Any] | None) -> None:
-        """A probe ran: what it says it sent (LoadGen's queries, the endpoints' pings), else its
-        plan (a round cut by the deadline counts whole: at most that much was sent)."""
+        """A probe ran: what it says it sent (LoadGen's queries, the endpoints' pings; nothing
+        from a replicas probe that found fewer than two), else its plan (a round cut by the
+        deadline counts whole: at most that much was sent)."""
+        cost = self.priced(name, cost)
         said = (facts or {}).get({"validate": "queries", "endpoints": "generation_requests_sent"}
                                  .get(name, ""))  # fmt: skip
+        if name == "replicas" and (facts or {}).get("available") is False:
+            said = 0
         sent = said if isinstance(said, int) else cost.requests
         self.requests += sent
         self.tokens += cost.tokens * sent // max(cost.requests, 1)
-        self.rounds += name in LOAD_PROBES
+        if name == "replicas":
+            self.rounds += self.replicas_rounds if sent else 0
+        else:
+            self.rounds += name in LOAD_PROBES
 
     def spent(self) -> dict[str, Any]:
         """The ``end`` event's ``spent`` field."""

@@ -100,7 +100,8 @@ class DemoStack:
         """Start the simulator (and nginx); raise WizardError if either fails."""
         self._start_sim()
         if self.with_nginx:
-            self.nginx = Nginx(self.sim_url).start()
+            # Its access log writes each hop's time: the summary's first-token waterfall.
+            self.nginx = Nginx(self.sim_url, timing_log=True).start()
         return self
 
     def _start_sim(self) -> None:

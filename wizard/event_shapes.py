@@ -65,8 +65,13 @@ MEASURE_FACTS = {
             "preemptions?": OPT_NUMBER,
             "running_max?": OPT_NUMBER,
             "ttft_outside_engine_ms?": OPT_NUMBER,
+            # The first token's waterfall (walk_waterfall.py).
+            "server_ttft_mean_ms?": OPT_NUMBER,
+            "queue_mean_ms?": OPT_NUMBER,
+            "prefill_mean_ms?": OPT_NUMBER,
         }
     ),
+    "values?": Opt({"ttft_ms?": [NUMBER]}),
     "burst?": Opt({"max_events_per_read?": NUMBER, "p50_events_per_read?": OPT_NUMBER}),
     "client?": Opt({"reason?": ANY}),
 }
@@ -92,6 +97,21 @@ PROBE_FACTS = {
         for key, shape in ((f"{flag}_detail?", Opt(str)), (f"{flag}_detail_texts?", Opt(dict)))
     },
     "validate": LOADGEN_FACTS,
+    # nginx's hops for the round through the proxy (walk_waterfall.py, the walk's line).
+    "nginx-access": {
+        "why?": OneOf(("not_given", "no_mark", "unreadable")),
+        "requests?": int,
+        **{
+            f"{name}?": OPT_NUMBER
+            for name in (
+                "request_time_ms",
+                "upstream_response_time_ms",
+                "upstream_header_time_ms",
+                "request_time_count",
+                "upstream_header_time_count",
+            )
+        },
+    },
     "host": {
         "source": ANY,
         "interconnect": ANY,
@@ -222,6 +242,7 @@ HEADER = {
     "target?": Opt(str), "proxy?": Opt(str), "lang?": Opt(OneOf(LANGUAGES)),
     "playbook_id?": Opt(str), "started_at?": Opt(str), "workload?": Opt(dict),
     "vllm_log?": Opt(str), "host_evidence?": Opt(str), "nginx_conf?": Opt(str),
+    "nginx_access_log?": Opt(str),
 }  # fmt: skip
 
 

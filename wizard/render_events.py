@@ -171,7 +171,7 @@ def render_event(
     return None
 
 
-def _probe(data: dict[str, Any], lang: str) -> RenderableType:
+def _probe(data: dict[str, Any], lang: str) -> RenderableType | None:
     name, label, facts = data["probe"], data.get("round") or data["as"], data["facts"]
     if data["error"]:
         return Text(
@@ -246,8 +246,24 @@ def _probe(data: dict[str, Any], lang: str) -> RenderableType:
         )
     if name == "request-shape":
         return Text(_shape_line(facts, lang))
+    if name == "nginx-access":
+        return _access_line(facts, lang)
     shown = {k: v for k, v in facts.items() if not isinstance(v, dict | list)}
     return Text(f"  {name} ({label}): " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+
+
+def _access_line(facts: dict[str, Any], lang: str) -> Text | None:
+    """nginx's times for the round through the proxy; nothing for the mark before it (or for a
+    walk given no access log: the summary's waterfall says what it lacks)."""
+    if "offset" in facts or facts.get("why") == "not_given":
+        return None
+    if not facts.get("available"):
+        return Text(say(f"waterfall.access.{facts.get('why') or 'unreadable'}", lang), style="dim")
+    from wizard.waterfall import from_means
+
+    hops = {p["hop"]: p["ms"] for p in from_means({}, facts, None)["parts"]}
+    return Text(say("walk.access", lang, requests=facts["requests"], proxy=_ms(hops.get("proxy")),
+                    header=_ms(hops.get("api_server"))), style="dim")  # fmt: skip
 
 
 def _shape_line(facts: dict[str, Any], lang: str) -> str:

@@ -164,8 +164,10 @@ def _sources(report: dict[str, Any], lang: str) -> list[str]:
 
 
 def waterfall_lines(waterfall: dict[str, Any], lang: str) -> list[str]:
-    """Each hop with its mean, what has no evidence, and the client's part."""
-    lines = [say("triage.hop.row", lang, hop=say(f"triage.hop.{p['hop']}", lang), ms=ms(p["ms"]),
+    """Each hop with its mean (over how many requests, where its source counts them), what has
+    no evidence, and the client's part (triage's, and the walk's summary: walk_waterfall)."""
+    lines = [say("triage.hop.row" if p["requests"] is not None else "triage.hop.row_bare", lang,
+                 hop=say(f"triage.hop.{p['hop']}", lang), ms=ms(p["ms"]),
                  requests=count(p["requests"])) for p in waterfall["parts"]]  # fmt: skip
     if waterfall["unexplained_ms"] is not None:
         lines.append(say("triage.line", lang, label=say("triage.hop.unexplained", lang),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wizard import event_shapes, summary
+from wizard import event_shapes, summary, walk_waterfall
 from wizard.render_events import pick
 from wizard.transcript import Transcript
 
@@ -114,6 +114,8 @@ def build(transcript: Transcript, lang: str = "en") -> dict[str, Any]:
         "first": first,
         "final": final,
         "rounds": summary.rounds(events),
+        # The first token hop by hop on each baseline path (walk_waterfall.py).
+        "waterfall": walk_waterfall.build(events),
         "not_applied": summary.not_applied(events, lang),
         "notes": [
             pick(e["data"].get("texts") or e["data"]["text"], lang)

@@ -99,6 +99,7 @@ def document(report: dict[str, Any]) -> list[Block]:
     blocks += _baseline(report, lang)
     blocks += _changes(report, lang)
     blocks += _server(report, lang)
+    blocks += _waterfall(report, lang)
     blocks += _rounds(report, lang)
     blocks += _findings(report, lang)
     blocks += [
@@ -245,6 +246,21 @@ def _server(report: dict[str, Any], lang: str) -> list[Block]:
     headers = [say("col.round", lang), say("col.waiting", lang), say("col.running", lang),
                say("col.preemptions", lang), say("col.kv_peak", lang), say("col.outside", lang)]  # fmt: skip
     return [Heading(2, say("server_side", lang)), Table(headers, rows)]
+
+
+def _waterfall(report: dict[str, Any], lang: str) -> list[Block]:
+    """The first token hop by hop on each baseline path, or why a path has none."""
+    from wizard.walk_waterfall import lines
+
+    rows = report.get("waterfall") or []
+    if not rows:
+        return []
+    blocks: list[Block] = [Heading(2, say("triage.h.waterfall", lang))]
+    for row in rows:
+        head, *rest = lines(row, lang)
+        tone = "warn" if "absent" in row else ""
+        blocks += [Heading(3, head.rstrip(":："), tone), Lines([("", line, tone) for line in rest])]
+    return blocks
 
 
 def _rounds(report: dict[str, Any], lang: str) -> list[Block]:

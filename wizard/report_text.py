@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from wizard.summary import segment_effect, validation_word, workload_text
+from wizard.walk_waterfall import compact
 from wizard.words import joined, ms, paren, path_name, say
 
 MAX_LINES = 15
@@ -29,6 +30,7 @@ def text(report: dict[str, Any]) -> str:
         )
     lines = [head, *answer_lines(report)]
     lines += _baseline_lines(report, lang)
+    lines += compact(report.get("waterfall") or [], lang)
     for comparison in report.get("validation") or []:  # LoadGen: every change, on its own path
         label = say(validation_word(report), lang, path=path_name(comparison.get("path"), lang))
         effects = [segment_effect(s, lang) for s in comparison["segments"]]

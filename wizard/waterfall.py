@@ -14,8 +14,9 @@ In the order a request meets them:
 - ``engine_other``: the engine's TTFT less queue and prefill (arrival to queued, and the
   output's way back to the API server; 0 where the engine stamps them on one clock); None when
   the means, taken over slightly different requests, leave less than nothing.
-- ``unexplained``: a client-measured TTFT less every part above, when one is given (``run``
-  measures it; triage, sending nothing, has none).
+- ``unexplained``: a client-measured TTFT less every part above, when one is given (the walk
+  measures it: ``walk_waterfall``; triage, sending nothing, has none). Straight to the server
+  (no nginx), it is the API server's share and the network's: the TTFT outside the engine.
 
 Each part is a mean over the requests its source saw (its ``requests``), in milliseconds.
 """
@@ -40,6 +41,22 @@ def build(
     client_ttft_ms: float | None = None,
 ) -> dict[str, Any]:
     """The waterfall from a /metrics window's deltas, an access log's means and a client TTFT."""
+    delta = delta or {}
+    engine = {"requests": delta.get("requests"), "ttft_ms": _ms(delta.get("server_ttft_mean_s")),
+              "queue_ms": _ms(delta.get("server_queue_mean_s")),
+              "prefill_ms": _ms(delta.get("server_prefill_mean_s"))}  # fmt: skip
+    return from_means(engine, access, client_ttft_ms)
+
+
+def from_means(
+    engine: dict[str, Any],
+    access: dict[str, Any] | None,
+    client_ttft_ms: float | None,
+    proxied: bool = True,
+) -> dict[str, Any]:
+    """The waterfall from the engine's means (``ttft_ms``, ``queue_ms``, ``prefill_ms``, over
+    ``requests``), an access log's means and a client TTFT. ``proxied`` False: a client straight
+    to the server, with no nginx hop to show or miss (its remainder holds the API server)."""
     parts: list[dict[str, Any]] = []
     missing: list[str] = []
 
@@ -50,18 +67,18 @@ def build(
             parts.append({"hop": hop, "ms": ms, "source": source, "requests": requests})
 
     access = access or {}
-    request_ms, upstream_ms = access.get("request_time_ms"), access.get("upstream_response_time_ms")
-    proxy = None if request_ms is None or upstream_ms is None else request_ms - upstream_ms
-    if proxy is not None and -NGINX_RESOLUTION_MS <= proxy < 0:
-        proxy = 0.0  # each time is rounded to nginx's millisecond: their difference is too
-    part("proxy", proxy if proxy is None or proxy >= 0 else None, "nginx_access_log",
-         access.get("request_time_count"))  # fmt: skip
-    part("api_server", access.get("upstream_header_time_ms"), "nginx_access_log",
-         access.get("upstream_header_time_count"))  # fmt: skip
-    delta = delta or {}
-    requests = delta.get("requests")
-    queue, prefill = _ms(delta.get("server_queue_mean_s")), _ms(delta.get("server_prefill_mean_s"))
-    ttft = _ms(delta.get("server_ttft_mean_s"))
+    if proxied:
+        request_ms = access.get("request_time_ms")
+        upstream_ms = access.get("upstream_response_time_ms")
+        proxy = None if request_ms is None or upstream_ms is None else request_ms - upstream_ms
+        if proxy is not None and -NGINX_RESOLUTION_MS <= proxy < 0:
+            proxy = 0.0  # each time is rounded to nginx's millisecond: their difference is too
+        part("proxy", proxy if proxy is None or proxy >= 0 else None, "nginx_access_log",
+             access.get("request_time_count"))  # fmt: skip
+        part("api_server", access.get("upstream_header_time_ms"), "nginx_access_log",
+             access.get("upstream_header_time_count"))  # fmt: skip
+    requests = engine.get("requests")
+    ttft, queue, prefill = engine.get("ttft_ms"), engine.get("queue_ms"), engine.get("prefill_ms")
     part("queue", queue, "metrics", requests)
     part("prefill", prefill, "metrics", requests)
     other = None if None in (ttft, queue, prefill) else ttft - queue - prefill  # type: ignore[operator]

@@ -260,6 +260,10 @@ examples:
                               "zh": "先通过 Prometheus 读取每个副本（见 'probe fleet --help'）"},
     "run.deadline": {"en": "end the walk with what it has after this many seconds (default: sized from the planned rounds, plus one --timeout; printed at the start)",
                      "zh": "超过这么多秒后以已有结果结束诊断（默认：按计划的轮次估算，再加一个 --timeout；开始时打印）"},
+    "run.access_log": {"en": "nginx's access log, its format writing $request_time, $upstream_header_time and $upstream_response_time "
+                             "(as for triage): the summary splits the first token through the proxy hop by hop",
+                       "zh": "nginx 访问日志，其格式需写出 $request_time、$upstream_header_time 和 $upstream_response_time"
+                             "（与 triage 相同）：摘要据此把经过代理的首 token 耗时逐跳拆开"},
     "run.max_requests": {"en": "send at most N generation requests: a round that would pass the cap is skipped, and the walk says so",
                          "zh": "最多发送 N 个生成请求：会超出上限的轮次将被跳过，并说明跳过了什么"},
     "run.transcript": {"en": "where to write the transcript (default: transcripts/<time>-<target>.ndjson)",
@@ -275,6 +279,8 @@ examples:
         "zh": "从记录（先经过验证）继续一次会话，从它停下的那一步接着走。先显示记录中的 URL：除非用 --target"
               "（--proxy、--replica）再次给出，否则要在终端上确认（用 --auto、--answers 或没有终端时拒绝），"
               "API 密钥只发往命令行中给出的 URL。"},
+    "resume.max_requests": {"en": "send at most N generation requests from here on (what the walk sent before it stopped is not counted)",
+                            "zh": "从此处起最多发送 N 个生成请求（中断前已发送的不计入）"},
     "resume.transcript": {"en": "the transcript of the interrupted session", "zh": "被中断的会话的记录"},
     "resume.salvage": {
         "en": "{salvage}; the left-out bytes are moved to FILE.torn and the session continues after "

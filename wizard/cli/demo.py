@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from wizard.cli.inputs import count, seconds
 from wizard.cli.run import operator_arguments
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ def register(subparsers: Any, words: Words) -> None:
     demo.add_argument("--engine-flag", action="append", default=[], metavar="NAME=VALUE",
                       help=words("demo.engine_flag"))  # fmt: skip
     demo.add_argument("--keep-files", action="store_true", help=words("demo.keep_files"))
+    demo.add_argument("--deadline", type=seconds, metavar="SECONDS", help=words("run.deadline"))
+    demo.add_argument("--max-requests", type=count, metavar="N", help=words("run.max_requests"))
     demo.set_defaults(handler=demo_command)
 
 
@@ -35,7 +38,13 @@ def demo_command(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from wizard import interrupt, playbook
-    from wizard.cli.run import _create, default_language, default_transcript_path, execute
+    from wizard.cli.run import (
+        _create,
+        default_language,
+        default_transcript_path,
+        execute,
+        show_budget,
+    )
     from wizard.demo import DemoStack, engine_flags
     from wizard.operator import AutoOperator, InteractiveOperator, ScriptedOperator
     from wizard.render import console
@@ -73,21 +82,28 @@ def demo_command(args: argparse.Namespace) -> int:
             screen.print(say("demo.no_nginx", lang))
         proxy = stack.nginx.url if stack.nginx is not None else None
         path = Path(args.transcript) if args.transcript else default_transcript_path(stack.sim_url)
+        # The demo's incident is completions traffic (its simulator answers both APIs), with the
+        # scenario's own requests where the fault is in them.
+        workload = Workload(endpoint="completions", body=scenario.incident_body)
         header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
                   "target": stack.sim_url, "proxy": proxy, "lang": lang,
                   "nginx_conf": str(stack.nginx.config_path) if stack.nginx is not None else None,
+                  "nginx_access_log": str(stack.nginx.access_log) if stack.nginx is not None else None,
                   "vllm_log": None if "log" in args.withhold else str(stack.sim_log),
                   "host_evidence": None if "host" in args.withhold else str(stack.host_evidence),
                   "demo": {"scenario": args.scenario, "nginx": proxy is not None,
                            "engine_flags": flags, "withheld": sorted(set(args.withhold))},
-                  # The demo's incident is completions traffic (its simulator answers both APIs),
-                  # with the scenario's own requests where the fault is in them.
-                  "workload": Workload(endpoint="completions",
-                                       body=scenario.incident_body).to_header()}  # fmt: skip
-        writer = _create(path, header, Redactor())
+                  "workload": workload.to_header()}  # fmt: skip
         args.timeout = 60.0
+        # Its own simulator, no production's: shown and recorded as `run` does, never asked.
+        known = {"proxy": proxy, "target": stack.sim_url, "nginx_conf": header["nginx_conf"],
+                 "replicas": None}  # fmt: skip
+        planned = show_budget(book, workload, known, args, lang,
+                              consent=False)  # fmt: skip
+        writer = _create(path, header, Redactor())
         hint = say("demo.resume_hint", lang)
-        return execute(book, writer, operator, args, None, header, events=[], resume_hint=hint)
+        return execute(book, writer, operator, args, None, header, events=[], resume_hint=hint,
+                       planned=planned)  # fmt: skip
     finally:
         for folder in stack.stop(keep_files=args.keep_files):
             screen.print(say("demo.kept", lang, folder=folder), soft_wrap=True)

@@ -33,6 +33,7 @@ def register(subparsers: Any, words: Words) -> None:
     run.add_argument("--target", help=words("run.target"))
     run.add_argument("--proxy", help=words("run.proxy"))
     run.add_argument("--nginx-conf", help=words("run.nginx_conf"))
+    run.add_argument("--nginx-access-log", metavar="FILE", help=words("run.access_log"))
     run.add_argument("--replica", action="append", metavar="URL", help=words("run.replica"))
     run.add_argument("--vllm-log", metavar="FILE", help=words("run.vllm_log"))
     run.add_argument("--host-evidence", metavar="DIR", help=words("run.host_evidence"))
@@ -59,6 +60,10 @@ def register(subparsers: Any, words: Words) -> None:
     resume.add_argument("--replica", action="append", metavar="URL",
                         help=words("resume.url", name="replica"))  # fmt: skip
     resume.add_argument("--timeout", type=seconds, default=60.0, help=words("timeout_per_request"))
+    resume.add_argument("--deadline", type=seconds, metavar="SECONDS", help=words("run.deadline"))
+    resume.add_argument(
+        "--max-requests", type=count, metavar="N", help=words("resume.max_requests")
+    )
     operator_arguments(resume, words)
     resume.set_defaults(handler=resume_command)
 
@@ -148,11 +153,12 @@ def run_command(args: argparse.Namespace) -> int:
     fleet = _read_fleet(args)
     for url in filter(None, (args.target, args.proxy)):
         preflight(url, log_given=bool(args.vllm_log), timeout_s=args.timeout)
-    planned = _budget(args, book, workload, operator)
+    planned = _budget(args, book, workload, operator, fleet)
     api_key = api_key_from_env(args.api_key_env)
     path = Path(args.transcript) if args.transcript else default_transcript_path(args.target)
     header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
               "target": args.target, "proxy": args.proxy, "nginx_conf": _absolute(args.nginx_conf),
+              "nginx_access_log": _absolute(args.nginx_access_log),
               "vllm_log": _absolute(args.vllm_log), "host_evidence": _absolute(args.host_evidence),
               "lang": args.lang or default_language(), "prometheus": args.prometheus,
               "fleet_window": args.window, "fleet_job": args.job, "replicas": args.replica,
@@ -163,26 +169,42 @@ def run_command(args: argparse.Namespace) -> int:
                    planned=planned)  # fmt: skip
 
 
-def _budget(args: argparse.Namespace, book: Any, workload: Any, operator: Any) -> dict[str, Any]:
+def _budget(args: argparse.Namespace, book: Any, workload: Any, operator: Any,
+            fleet: dict[str, Any] | None) -> dict[str, Any]:  # fmt: skip
     """The load the walk will send, printed before its first request; a person at the terminal
     consents to it once (an explicit answer), else nothing is sent nor written."""
+    from wizard.operator import InteractiveOperator
+
+    lang = args.lang or default_language()
+    known = {"proxy": args.proxy, "target": args.target, "nginx_conf": args.nginx_conf,
+             "replicas": args.replica, "fleet": fleet}  # fmt: skip
+    return show_budget(book, workload, known, args, lang,
+                       consent=isinstance(operator, InteractiveOperator))  # fmt: skip
+
+
+def show_budget(book: Any, workload: Any, known: dict[str, Any], args: argparse.Namespace,
+                lang: str, consent: bool, start: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """The ``budget`` event's data for a walk (``run``, ``demo``, a ``resume`` from ``start``),
+    printed; with ``consent``, asked once at the terminal. ``known``: the session's proxy,
+    target, nginx config, listed replicas and the fleet read at the start of ``run`` (what the
+    replicas probe will find); ``args``: --max-requests, --deadline, --timeout."""
     from wizard import aio, budget, prompts
     from wizard.auth import without_userinfo
     from wizard.engine import session_facts
     from wizard.errors import WizardError
-    from wizard.operator import InteractiveOperator
     from wizard.render import console
     from wizard.render_budget import budget_text
     from wizard.words import texts
 
-    known = session_facts(args.proxy, args.target, args.nginx_conf, workload)
-    stages = budget.plan(book, workload, known)
+    session = session_facts(known["proxy"], known["target"], known["nginx_conf"], workload)
+    rounds = budget.known_replica_rounds(known["replicas"], known["nginx_conf"],
+                                         known.get("fleet"), known["proxy"])  # fmt: skip
+    stages = budget.plan(book, workload, session, rounds, start)
     deadline = args.deadline or budget.default_deadline(stages, args.timeout)
-    planned = budget.budget_event(stages, args.max_requests, deadline)
-    lang = args.lang or default_language()
+    planned = budget.budget_event(stages, args.max_requests, deadline, rounds)
     console().print(budget_text(planned, lang), soft_wrap=True)
-    if isinstance(operator, InteractiveOperator):
-        question = texts("budget.consent", target=without_userinfo(args.target))[lang]
+    if consent:
+        question = texts("budget.consent", target=without_userinfo(known["target"]))[lang]
         if not aio.run(prompts.yes_no(question, None, lang)):
             raise WizardError.said("budget.declined")
     return planned
@@ -217,9 +239,11 @@ def check_evidence_paths(args: argparse.Namespace) -> None:
     from wizard.errors import UsageError
 
     log, host, conf = args.vllm_log, args.host_evidence, args.nginx_conf
+    access = args.nginx_access_log
     if host and Path(host).exists() and not Path(host).is_dir():
         raise UsageError.said("error.host_evidence_file", path=host)
-    for flag, given in (("--vllm-log", log), ("--host-evidence", host), ("--nginx-conf", conf)):
+    for flag, given in (("--vllm-log", log), ("--host-evidence", host), ("--nginx-conf", conf),
+                        ("--nginx-access-log", access)):  # fmt: skip
         if given and not Path(given).exists():
             raise UsageError.said("error.flag_missing", flag=flag, path=given)
         if given and not os.access(given, os.R_OK):
@@ -436,6 +460,7 @@ def _walk(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_k
             screen.print(renderable)
 
     context = ProbeContext(target=header["target"], proxy=header.get("proxy"), nginx_conf=header.get("nginx_conf"),
+                           nginx_access_log=header.get("nginx_access_log"),
                            vllm_log=header.get("vllm_log"), host_evidence=header.get("host_evidence"),
                            headers=auth_headers(api_key), timeout_s=args.timeout,
                            fleet_query=_fleet_query(header), fleet=fleet,
@@ -444,14 +469,20 @@ def _walk(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_k
     context.model = context.workload.model
     on_busy, context.on_progress = _spinner(screen, lang)
     session = Session(book, context, operator, writer, lang, show, on_busy=on_busy)
+    start = restore(session, events) if events else None
+    if events and planned is None:
+        # Resumed: what is left of the walk, from the node it continues at, shown before its
+        # server check pings; not asked again (the person consented to the walk's load at `run`).
+        known = {"proxy": header.get("proxy"), "target": header["target"],
+                 "nginx_conf": header.get("nginx_conf"), "replicas": header.get("replicas")}  # fmt: skip
+        planned = show_budget(book, context.workload, known, args, lang, False, start)
     if planned is not None:
-        # Shown before the transcript existed; recorded, not shown again. The deadline runs
-        # from here.
+        # Shown before the first request; recorded, not shown again. The deadline runs from here.
         from wizard.budget import Limits
 
         writer.append("budget", None, planned)
-        session.limits = Limits(planned["deadline_s"], planned["max_requests"])
-    start = restore(session, events) if events else None
+        session.limits = Limits(planned["deadline_s"], planned["max_requests"],
+                                planned.get("replicas_rounds", 0))  # fmt: skip
     if events:
         screen.print(
             say("end.resuming", lang, path=writer.path, start=start), style="bold", soft_wrap=True
@@ -522,12 +553,18 @@ def _print_answer(screen: Any, path: Path, lang: str) -> None:
 
     from wizard import report, transcript
     from wizard.report_text import answer_lines
+    from wizard.walk_waterfall import lines
     from wizard.words import say
 
     built = report.build(transcript.load(path), lang)
     screen.print(Rule(f"[bold]{escape(say('tldr', lang))}[/]"))
     for line in answer_lines(built):
         screen.print(escape(line), soft_wrap=True)
+    if built["waterfall"]:  # the first token hop by hop, as the summary shows it
+        screen.print(say("triage.h.waterfall", lang), style="bold", soft_wrap=True)
+        for row in built["waterfall"]:
+            for index, line in enumerate(lines(row, lang)):
+                screen.print(escape(("  " if index == 0 else "    ") + line), soft_wrap=True)
 
 
 def _fleet_query(header: dict[str, Any]) -> Any:

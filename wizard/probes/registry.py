@@ -15,6 +15,7 @@ PROBES: dict[str, str] = {
     "validate": "wizard.probes.validate:probe",
     "audit": "wizard.audit:probe",
     "nginx-config": "wizard.probes.nginx_config:probe",
+    "nginx-access": "wizard.probes.nginx_access:probe",
     "host": "wizard.probes.host:probe",
     "vllm-log": "wizard.probes.vllm_log:probe",
     "engine-state": "wizard.probes.engine_state:probe",

@@ -24,6 +24,8 @@ class ProbeContext:
     max_model_len: int | None = None
     timeout_s: float = 60.0
     nginx_conf: str | None = None
+    # ``run --nginx-access-log``: nginx's access log with each hop's time (walk probe nginx-access).
+    nginx_access_log: str | None = None
     vllm_log: str | None = None
     host_evidence: str | None = None
     session: Any = None  # the walk's session, for probes that audit its history
