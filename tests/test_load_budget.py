@@ -169,6 +169,10 @@ def test_the_replicas_round_is_priced_per_round_it_sends(
     without, with_replicas = _planned(alone), _planned(listed)
     assert without["replicas_rounds"] == 0 and with_replicas["replicas_rounds"] == 5
     assert with_replicas["requests"] - without["requests"] == 5 * one.requests
+    # The note that skips it names what it would have sent: five rounds (it said one).
+    notes = [e["data"]["text"] for e in transcript.load(listed).events if e["type"] == "note"]
+    skipped = [t for t in notes if t.startswith("round replicas skipped")]
+    assert skipped and f"its {5 * one.requests} requests" in skipped[0], skipped
     limits = budget.Limits(100.0, None, with_replicas["replicas_rounds"])
     limits.spend("replicas", one, {"available": True})
     assert (limits.requests, limits.rounds) == (5 * one.requests, 5)

@@ -475,7 +475,7 @@ async def _probe(
     cost = budget.round_cost(call.name, params)
     if session.limits is not None and cost is not None and session.limits.over_cap(call.name, cost):
         session.limits.skipped.append(label)
-        note(session, node.id, "note.over_cap", round=label, n=cost.requests,
+        note(session, node.id, "note.over_cap", round=label, n=session.limits.priced(call.name, cost).requests,
              spent=session.limits.requests, most=session.limits.max_requests)  # fmt: skip
         return {"error": "skipped: --max-requests"}
 
