@@ -62,12 +62,12 @@ def rounds(path: Path) -> dict[str, list[dict[str, Any]]]:
 
 def p50(*samples: dict[str, Any], segment: str = "ttft_ms") -> float:
     """The median of one segment over the given rounds' samples pooled."""
-    return statistics.median(v for values in samples for v in values[segment])
+    return float(statistics.median(v for values in samples for v in values[segment]))
 
 
 def p99(values: dict[str, Any], segment: str) -> float:
     """The 99th percentile, interpolated between closest ranks as numpy's default does."""
-    return statistics.quantiles(values[segment], n=100, method="inclusive")[98]
+    return float(statistics.quantiles(values[segment], n=100, method="inclusive")[98])
 
 
 def table_cells(values: dict[str, Any]) -> str:
