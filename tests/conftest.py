@@ -184,6 +184,9 @@ REAL_CONFIGS: dict[str, dict[str, Any]] = {
     "chunked_off": {"args": ("--no-enable-chunked-prefill", "--max-num-batched-tokens", "512")},
     # Both set by hand, the budget below max_num_seqs: SchedulerConfig refuses it (issue #26).
     "seqs_above_budget": {"args": ("--max-num-batched-tokens", "64", "--max-num-seqs", "128")},
+    # A budget of 64 tokens alone (max_num_seqs, unset, is lowered to it): a long prompt waits
+    # for 30 steps of it while nothing queues (its stats lines say `Waiting: 0`).
+    "budget64": {"args": ("--max-num-batched-tokens", "64")},
     "no_template_key": {"chat_template": False, "api_key": REAL_API_KEY},
     # The CPU build takes the flag: cache_config_info says enable_prefix_caching="False".
     "prefix_off": {"args": ("--no-enable-prefix-caching",)},

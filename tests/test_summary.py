@@ -4,6 +4,11 @@ The fixtures under tests/fixtures/transcripts/ were written by `latency-wizard d
 nginx's default buffering in front of the simulator, the kv-pressure scenario (preemptions, a
 restart), and auth-required walked without the key (every round and LoadGen run failed); and by
 `demo --answers` declaring two parameters for LAT001's change (refused).
+
+Every latency figure a test expects is computed here from the transcript's raw samples (the
+measurement events' ``values``, LoadGen's per-query ``values``) with the standard library, and
+every server figure from the server's own counts in the round's facts: never copied from what the
+summary code printed, so a summary that reads the wrong round or the wrong statistic fails.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import copy
 import itertools
 import json
 import re
+import statistics
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -39,6 +45,43 @@ def export(path: Path, fmt: str, *extra: str) -> str:
                             capture_output=True, text=True, timeout=120)  # fmt: skip
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+def rounds(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each measured round's raw samples by its name, in the order the walk measured them (a walk
+    that starts again after a restart measures ``direct`` and ``proxy`` twice)."""
+    measured: dict[str, list[dict[str, Any]]] = {}
+    for event in transcript.load(path).events:
+        data = event["data"]
+        if event["type"] == "measurement":
+            measured.setdefault(data["round"], []).append(data["values"])
+        elif event["type"] == "probe_result" and data.get("probe") == "validate":
+            measured.setdefault(data["as"], []).append(data["facts"]["values"])
+    return measured
+
+
+def p50(*samples: dict[str, Any], segment: str = "ttft_ms") -> float:
+    """The median of one segment over the given rounds' samples pooled."""
+    return float(statistics.median(v for values in samples for v in values[segment]))
+
+
+def p99(values: dict[str, Any], segment: str) -> float:
+    """The 99th percentile, interpolated between closest ranks as numpy's default does."""
+    return float(statistics.quantiles(values[segment], n=100, method="inclusive")[98])
+
+
+def table_cells(values: dict[str, Any]) -> str:
+    """The summary's p50 / p99 cells of one round: TTFT, TPOT, ITL, E2E."""
+    segments = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+    return " | ".join(f"{ms(p50(values, segment=s))} / {ms(p99(values, s))}" for s in segments)
+
+
+def server_facts(path: Path, round_name: str) -> dict[str, Any]:
+    """The server's own counts over one round, as the walk recorded them."""
+    return dict(
+        next(e["data"]["facts"]["server"] for e in transcript.load(path).events
+             if e["type"] == "probe_result" and e["data"].get("round") == round_name)
+    )  # fmt: skip
 
 
 BAND = re.compile(r"±\s*([\d,]+(?:\.\d+)?)\s*%")
@@ -70,41 +113,54 @@ def test_numbers_are_written_for_people() -> None:
 
 def test_text_leads_with_the_cause_the_change_and_its_proven_effect() -> None:
     lines = export(NGINX, "text").splitlines()
+    measured = rounds(NGINX)
+    incident, direct, final = measured["proxy"][0], measured["direct"][0], measured["proxy"][-1]
+    fixed = p50(measured["proxy#2"][0], measured["proxy#3"][0])  # the walk pooled its repeats
     assert len(lines) <= 15
     assert lines[1] == "Root cause: LAT001 The proxy buffers the token stream (FAIL)"
-    assert (
-        lines[2].startswith("Symptom: ")
-        and "TTFT p50 141.0 ms through the proxy vs 23.3 ms direct" in lines[2]
-    )
+    symptom = f"TTFT p50 {p50(incident):.1f} ms through the proxy vs {p50(direct):.1f} ms direct"
+    assert lines[2].startswith("Symptom: ") and symptom in lines[2], (symptom, lines[2])
     assert lines[3] == "The one change: `proxy_buffering off;` (proxy_buffering on -> off)"
     effect = lines[4]
     assert effect.startswith("Proven effect: LAT001 cause gone in proxy#2: ")
     # The walk's own comparison, as it judged it (a wide A/A band made it "within noise"); the band
     # itself (±147 %) bounds nothing and is not shown.
+    relative = signed_percent(fixed / p50(incident) - 1)
     assert (
-        "TTFT p50 141 -> 24.6 ms (-83 %), within noise "
+        f"TTFT p50 {ms(p50(incident))} -> {ms(fixed)} ms ({relative}), within noise "
         "(no band: the same round measured twice moved by more than 2x)" in effect
-    )
+    ), effect
     assert "events per read 11 -> 1 (typical)" in effect
     assert "Outcome: no cause remains" in lines
-    # The incident's proxy baseline (141 ms) beside its final state (22.1 ms), not the post-fix one only.
-    assert "proxy p50 (incident -> final): TTFT 141 -> 22.1 ms, TPOT 10.1 -> 11.4 ms" in lines
+    # The incident's proxy baseline beside its final state, not the post-fix one only.
+    assert incident_to_final(incident, final, "proxy p50 (incident -> final): TTFT {} -> {} ms, "
+                             "TPOT {} -> {} ms") in lines, lines  # fmt: skip
     assert "Audit: Nothing to flag." in lines and lines[-1].startswith(
         "Replay: latency-wizard replay "
     )
     assert "None" not in "\n".join(lines) and not RAW_FLOAT.search("\n".join(lines))
 
 
+def incident_to_final(incident: dict[str, Any], final: dict[str, Any], template: str) -> str:
+    """``template`` filled with TTFT and TPOT p50, incident then final, as the summary shows them."""
+    ttft, tpot = ((ms(p50(incident, segment=s)), ms(p50(final, segment=s)))
+                  for s in ("ttft_ms", "tpot_ms"))  # fmt: skip
+    return template.format(*ttft, *tpot)
+
+
 def test_markdown_puts_the_first_baseline_beside_the_final_state() -> None:
     md = export(NGINX, "md")
+    measured = rounds(NGINX)
+    incident, final = measured["proxy"][0], measured["proxy"][-1]
     assert md.index("## TL;DR") < md.index("## Baseline") < md.index("## Findings")
     assert "- **Root cause**: LAT001 The proxy buffers the token stream (FAIL)" in md
-    assert "| proxy | incident, steady | 141 / 147 | 10.1 / 11.6 | 0.0 / 163 | 769 / 867 |" in md
-    assert "| proxy | final, steady | 22.1 / 30.1 | 11.4 / 11.6 | 10.8 / 47.7 | 744 / 748 |" in md
+    assert f"| proxy | incident, steady | {table_cells(incident)} |" in md
+    assert f"| proxy | final, steady | {table_cells(final)} |" in md
     # Verdicts in words, with the rounds they pooled; units on every number.
+    before, after = p50(incident), p50(measured["proxy#2"][0], measured["proxy#3"][0])
     assert (
-        "| proxy_buffering: on -> off | TTFT p50, proxy -> proxy#2 + proxy#3 | 141 ms | 24.6 ms | -83 % |"
-        in md
+        f"| proxy_buffering: on -> off | TTFT p50, proxy -> proxy#2 + proxy#3 | {ms(before)} ms | "
+        f"{ms(after)} ms | {signed_percent(after / before - 1)} |" in md
     )
     assert "| proxy_buffering: on -> off | LAT001 (proxy#2) |" in md and "cause gone |" in md
     assert "tpot_ms" not in md and "None" not in md and not RAW_FLOAT.search(md)
@@ -112,15 +168,28 @@ def test_markdown_puts_the_first_baseline_beside_the_final_state() -> None:
     assert "GPU host, from the files collected there (env.txt, gpus.csv, lscpu.txt, topo.txt)" in md
 
 
+def preempted_then_not(path: Path) -> str:
+    """The server's own preemption count and KV peak over the loaded round and its repeat."""
+    before, after = server_facts(path, "loaded"), server_facts(path, "loaded#2")
+    assert before["preemptions"] > 0 and after["preemptions"] == 0  # the fixture's fault, fixed
+    return (
+        f"preemptions {count(before['preemptions'])} -> {count(after['preemptions'])}, "
+        f"KV peak {percent(before['kv_usage_max'])} -> {percent(after['kv_usage_max'])}"
+    )
+
+
 def test_server_side_deltas_and_the_restart_in_the_kv_pressure_walk() -> None:
     text = export(KV, "text")
     assert "Root cause: LAT010 Requests are preempted for lack of KV-cache space (FAIL)" in text
-    assert "server in loaded -> loaded#2: preemptions 10 -> 0, KV peak 100 % -> 21 %" in text
+    assert f"server in loaded -> loaded#2: {preempted_then_not(KV)}" in text
     md = export(KV, "md")
-    assert (
-        "| loaded | 5 | 8 | **10** | 100 % | 10.6 |" in md
-        and "| loaded#2 | 5 | 8 | 0 | 21 % |" in md
-    )  # the server-side table, units in its header
+    for name in ("loaded", "loaded#2"):  # the server-side table, units in its header
+        server = server_facts(KV, name)
+        preemptions = count(server["preemptions"])
+        cells = [count(server["waiting_max"]), count(server["running_max"]),
+                 f"**{preemptions}**" if server["preemptions"] else preemptions,
+                 percent(server["kv_usage_max"]), ms(server["ttft_outside_engine_ms"])]  # fmt: skip
+        assert f"| {name} | {' | '.join(cells)} |" in md, (name, cells)
     assert (
         "| round | waiting max (requests) | running max (requests) | preemptions (count) | KV cache peak (%) |"
         in md
@@ -135,7 +204,13 @@ def test_failed_rounds_and_a_loadgen_run_without_success_are_reported_and_audite
     assert (
         "- round direct failed: http://127.0.0.1:48081/v1/models answered 401 Unauthorized" in audit
     )
-    assert "- LoadGen SingleStream (loadgen_before): ERROR, 766 of 766 queries failed" in audit
+    loadgen = next(e["data"]["facts"] for e in transcript.load(NO_KEY).events
+                   if e["type"] == "probe_result" and e["data"]["as"] == "loadgen_before")  # fmt: skip
+    assert loadgen["failed"] == loadgen["queries"] > 0
+    assert (
+        f"- LoadGen SingleStream (loadgen_before): ERROR, {loadgen['failed']} of "
+        f"{loadgen['queries']} queries failed" in audit
+    )
     rounds = md[md.index("## Every round") : md.index("## Findings")]
     assert rounds.count("**failed: ") == 4 and rounds.count("**LoadGen SingleStream: ERROR (") == 2
     assert "- **Outcome**: causes remain: auth_failure, validation_invalid" in md
@@ -175,8 +250,9 @@ def test_a_salvaged_transcript_says_what_was_not_kept(tmp_path: Path) -> None:
 def test_json_keeps_the_contract_and_adds_the_answer() -> None:
     data = json.loads(export(NGINX, "json"))
     assert_export_contract(data)
-    assert data["baseline"]["proxy"]["steady"]["ttft_p50"] == pytest.approx(140.957525)  # the first
-    assert data["final"]["proxy"]["steady"]["ttft_p50"] == pytest.approx(22.098746)
+    proxy = rounds(NGINX)["proxy"]
+    assert data["baseline"]["proxy"]["steady"]["ttft_p50"] == pytest.approx(p50(proxy[0]))
+    assert data["final"]["proxy"]["steady"]["ttft_p50"] == pytest.approx(p50(proxy[-1]))
     answer = data["answer"]
     assert answer["cause"] == {"code": "LAT001", "title": "The proxy buffers the token stream",
                                "severity": "fail", "cause": "proxy_buffering"}  # fmt: skip
@@ -192,7 +268,9 @@ def test_the_summary_speaks_chinese() -> None:
         "根因：LAT001 代理缓冲了 token 流（严重）" in text
         and "已验证的效果：LAT001 在 proxy#2 中原因已消除" in text
     )
-    assert "proxy p50（故障 -> 最终）：TTFT 141 -> 22.1 ms，TPOT 10.1 -> 11.4 ms" in text
+    proxy = rounds(NGINX)["proxy"]
+    template = "proxy p50（故障 -> 最终）：TTFT {} -> {} ms，TPOT {} -> {} ms"
+    assert incident_to_final(proxy[0], proxy[-1], template) in text
     md = export(NGINX, "md", "--lang", "zh")
     for heading in (
         "## TL;DR 结论",
@@ -321,9 +399,12 @@ def test_the_shipped_examples_lead_with_a_cause(example: Path) -> None:
         # Its first rounds were measured only after the fix: they are not called the incident's.
         assert any(line.startswith("direct p50 (after the fix): TTFT ") for line in lines)
     if example.name.startswith("2-"):
-        assert "events per read 11 -> 1 (typical)" in effect and "TTFT p50 135 -> 22.8 ms" in effect
+        measured = rounds(example)
+        repeats = [measured[name][0] for name in measured if name.startswith("proxy#")]
+        figures = f"TTFT p50 {ms(p50(measured['proxy'][0]))} -> {ms(p50(*repeats))} ms"
+        assert "events per read 11 -> 1 (typical)" in effect and figures in effect, effect
     if example.name.startswith("1-"):
-        assert "preemptions 10 -> 0, KV peak 100 % -> 21 %" in effect
+        assert preempted_then_not(example) in effect, effect
     md = export(example, "md")
     assert "None" not in md and not RAW_FLOAT.search(md.split("## Findings")[0])
 
@@ -357,8 +438,11 @@ def test_loadgen_is_credited_to_no_change_but_listed_as_validation_on_its_path()
                 if line.startswith("| proxy_buffering") and "loadgen" in line]  # fmt: skip
     html = export(NGINX, "html")
     assert html.count("Validation, direct path (every change together)") == 2
-    assert "Validation, direct path (every change together): TTFT p50 13.4 -> 13.4 ms" in export(
-        NGINX, "text"
+    measured = rounds(NGINX)  # the comparison's before is the last run before the last change
+    before, after = p50(measured["loadgen_before"][-1]), p50(measured["loadgen"][-1])
+    assert (
+        f"Validation, direct path (every change together): TTFT p50 {ms(before)} -> {ms(after)} ms"
+        in export(NGINX, "text")
     )
     data = json.loads(export(NGINX, "json"))
     assert [c["against"] for change in data["changes"] for c in change["effect"]] == ["baseline"]
@@ -396,7 +480,9 @@ def test_a_walk_that_changed_nothing_shows_no_final_state_and_no_change_validati
     difference (TTFT 22.2 -> 32.5 ms read as an effect) and no "every change together"."""
     text = export(REFUSED, "text")
     assert "-> final" not in text and "every change together" not in text
-    assert "direct p50 (incident): TTFT 22.2 ms, TPOT 12.2 ms" in text
+    direct = rounds(REFUSED)["direct"][0]
+    ttft, tpot = (ms(p50(direct, segment=s)) for s in ("ttft_ms", "tpot_ms"))
+    assert f"direct p50 (incident): TTFT {ttft} ms, TPOT {tpot} ms" in text
     md = export(REFUSED, "md")
     assert "## Baseline (the incident's first rounds; nothing was changed)" in md
     assert "| final, steady |" not in md and "beside the final state" not in md

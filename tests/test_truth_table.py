@@ -24,17 +24,35 @@ from wizard import transcript
 from wizard.nginx_runner import find_nginx
 
 # scenario (with a second engine fault as NAME=VALUE), with nginx, evidence withheld, causes
-# expected, causes the demo cannot fix (they remain, and the walk must say so). Every other
-# expected cause is changed and proven gone.
-ROWS = [
+# expected, causes the demo cannot fix (they remain, and the walk must say so), and optionally
+# causes the demo changed whose own evidence says they are still there (they remain too). Every
+# other expected cause is changed and proven gone. The causes are the exact set of every finding,
+# info ones included: a row that gets an info finding names it (and says so beside the row).
+ROWS: list[tuple[Any, ...]] = [
     ("kv-pressure", False, (), {"kv_cache_preemption"}, set()),
     ("queue-saturation", False, (), {"queue_saturation"}, set()),
     # The server's /metrics statistics off: the queue is found from TTFT growing under load while
     # TPOT stays flat, and its fix proven by the same contrast in the repeated loaded round.
     ("queue-saturation+disable_log_stats=True", False, (), {"queue_saturation"}, set()),
-    ("kv-pressure", True, (), {"kv_cache_preemption", "proxy_buffering"}, set()),
-    ("queue-saturation", True, (), {"queue_saturation", "proxy_buffering"}, set()),
-    ("batch-budget-small", True, (), {"batched_tokens_hurts_ttft", "proxy_buffering"}, set()),
+    # A KV-capacity stall against a slot-bound queue, both with the statistics off (issue #26):
+    # the same TTFT growing under load with TPOT flat. A cache of 1,200 tokens for 8 streams of
+    # 100+200 tokens holds no more than 4 of them while max_num_seqs (256) is never reached: no
+    # slot is short, so no queue is named (raising max_num_seqs would only preempt; nothing else
+    # shows without the statistics).
+    ("kv-pressure+disable_log_stats=True+gpu_memory_utilization=0.727", False, (), set(), set()),
+    # ... and max_num_seqs 4 on the kv-pressure cache (1,792 tokens hold those 4 requests, not the
+    # round's 8): a slot queue, named. Its change raises max_num_seqs only as far as the cache holds
+    # (5), so the demo applies it and the queue's own evidence says it is still there.
+    ("kv-pressure+disable_log_stats=True+max_num_seqs=4", False, (), {"queue_saturation"},
+     {"queue_saturation"}, {"queue_saturation"}),
+    # Behind the demo's nginx: LAT005 (info) is true of it too, HTTP/1.0 to the upstream without
+    # keepalive; advice only, so the demo leaves it as it is.
+    ("kv-pressure", True, (),
+     {"kv_cache_preemption", "proxy_buffering", "proxy_upstream_keepalive"}, set()),
+    ("queue-saturation", True, (),
+     {"queue_saturation", "proxy_buffering", "proxy_upstream_keepalive"}, set()),
+    ("batch-budget-small", True, (),
+     {"batched_tokens_hurts_ttft", "proxy_buffering", "proxy_upstream_keepalive"}, set()),
     # Two engine faults at once: a queue in front of a budget that starves long prompts, each
     # fixed in turn and each proven by its own evidence.
     ("batch-budget-small+max_num_seqs=4", False, (),
@@ -168,35 +186,45 @@ def walks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WalkPool]:
     pool.close()
 
 
+def full_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A row with its optional last column (causes changed and still there) filled in."""
+    return (*row, set()) if len(row) == 5 else row
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("row", "scenario", "nginx", "withheld", "expected", "remaining"),
-    [(row_id(index), *row) for index, row in enumerate(ROWS)],
+    ("row", "scenario", "nginx", "withheld", "expected", "remaining", "still_there"),
+    [(row_id(index), *full_row(row)) for index, row in enumerate(ROWS)],
 )
 def test_each_cause_is_found_and_its_fix_proven(
     walks: WalkPool, row: str, scenario: str, nginx: bool, withheld: tuple[str, ...],
-    expected: set[str], remaining: set[str],
+    expected: set[str], remaining: set[str], still_there: set[str],
 ) -> None:  # fmt: skip
     if nginx and find_nginx() is None:
         pytest.skip("nginx is not installed (CI installs it and sets WIZARD_REQUIRE_NGINX=1)")
     result, path = walks.result(row)
-    scenario = scenario.split("+")[0]
+    flags = scenario.split("+")
+    scenario = flags[0]
     end = assert_walk_exit(result, path)
     events = transcript.load(path).events
     found = [e["data"] for e in events if e["type"] == "finding"]
-    causes = {f["cause"] for f in found if f["severity"] != "info"}
-    assert causes == expected, [(f["code"], f["evidence"]) for f in found]
+    # Every finding, info ones too: a cause the row does not name is a wrong answer.
+    causes = {f["cause"] for f in found}
+    assert causes == expected, [(f["code"], f["severity"], f["evidence"]) for f in found]
     changed = {e["data"]["code"] for e in events if e["type"] == "change"}
     verdicts: dict[str, Any] = {
         e["data"]["code"]: e["data"] for e in events if e["type"] == "verdict"
     }
-    fixed = {f["code"] for f in found if f["cause"] in expected - remaining}
-    assert changed == fixed and changed <= set(verdicts), (changed, verdicts)
+    # The demo applies every change the walk proposes, but an info finding's is only advice.
+    tried = {f["code"]: f["cause"] for f in found if f["severity"] != "info"
+             and f["cause"] in expected - (remaining - still_there)}  # fmt: skip
+    assert changed == set(tried) and changed <= set(verdicts), (changed, verdicts)
     for code in changed:
-        assert verdicts[code]["verdict"] == "cause gone", verdicts[code]
+        gone = "cause still there" if tried[code] in still_there else "cause gone"
+        assert verdicts[code]["verdict"] == gone, verdicts[code]
     # Each change records the value it replaced, never a placeholder ("scenario default").
     befores = {e["data"]["parameter"]: e["data"]["before"] for e in events if e["type"] == "change"}
-    if scenario == "kv-pressure" and not remaining:
+    if scenario == "kv-pressure" and "LAT010" in changed:
         assert befores["gpu_memory_utilization"] == "0.73", befores
     assert end["outcome"] == ("cause_remains" if remaining else "no_cause")
     assert set(end["causes_remaining"]) == remaining
@@ -207,7 +235,7 @@ def test_each_cause_is_found_and_its_fix_proven(
     assert side_by_side[0]["against"] == (
         "before the changes" if changed else "the same run earlier (nothing changed)"
     )
-    if (scenario, nginx, withheld) == ("kv-pressure", False, ()):
+    if (flags, nginx, withheld) == (["kv-pressure"], False, ()):  # the scenario alone
         assert_restart_kept_the_round_comparable(events)
 
 
