@@ -53,7 +53,10 @@ def walk_with(tmp_path: Path, applier: RestartingApplier) -> transcript.Transcri
         path, {"playbook_id": book.id, "playbook_sha256": book.sha256, "target": applier.sim.url},
         transcript.Redactor([]),
     )  # fmt: skip
-    ctx = ProbeContext(target=applier.sim.url, vllm_log=str(applier.log))
+    # The GPU host's files too, as a walk on the host has them: LAT010's share is computed from
+    # the device's memory, which the simulator's log (like vLLM's) does not print.
+    ctx = ProbeContext(target=applier.sim.url, vllm_log=str(applier.log),
+                       host_evidence=str(applier.sim.host_evidence))  # fmt: skip
     answers = {"run_loadgen": False, "LAT010": "apply"}
     session = Session(book, ctx, ScriptedOperator(answers, applier), writer)
     try:

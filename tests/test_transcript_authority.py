@@ -36,8 +36,11 @@ def forged(tmp_path: Path, url: str) -> Path:
     first = next(i for i, e in enumerate(events) if e["type"] == "measurement")
     text = json.dumps([header, events[: first + 1]]).replace(header["target"], url)
     header, events = json.loads(text)
-    # Today's playbook, so that resume gets as far as the URLs whatever the example was walked on.
+    # Today's playbook, so that resume gets as far as the URLs whatever the example was walked on;
+    # by this checkout's path (the example names the folder it was made in, which on another
+    # machine is absent and on this one may hold another playbook).
     header["playbook_sha256"] = playbook.load().sha256
+    header["playbook_path"] = str(ROOT / "playbook" / "vllm-latency.yaml")
     path = write_rechained(tmp_path / "forged.ndjson", header, events)
     transcript.load(path)  # the chain holds: it "verifies"
     return path

@@ -22,8 +22,18 @@ T = TypeVar("T")
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run`` on uvloop if available, interrupted by Ctrl-C."""
+    try:
+        return _run(coro)
+    except BaseException:
+        # An interrupt that lands before the coroutine is awaited (as the loop starts) leaves it
+        # never started: closed here, so no "coroutine was never awaited" warning on the way out
+        # (closing one that ran is a no-op).
+        coro.close()
+        raise
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
     if interrupt.requested():
-        coro.close()  # never started: no "coroutine was never awaited" warning
         raise KeyboardInterrupt
 
     async def interruptible() -> T:
