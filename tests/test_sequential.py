@@ -107,6 +107,24 @@ def test_a_round_whose_question_is_never_answered_sends_its_whole_budget(
     assert looked[0] >= 8 and looked[-1] == 16
 
 
+def test_a_look_never_holds_up_the_streams_in_flight(healthy_sim: SimProcess) -> None:
+    """A look runs off the event loop: one that takes a second (a bootstrap on a slow machine)
+    leaves the loop free to read the other streams (run on the loop, the client's worst wake-up
+    was the look's whole second, and every token meanwhile was stamped late)."""
+    import time
+
+    request = RequestSpec(model=MODEL, input_tokens=16, max_tokens=24)
+
+    def slow(samples: list) -> bool:
+        time.sleep(1.0)
+        return False
+
+    result = asyncio.run(run_load(healthy_sim.url, request, concurrency=4, requests=12,
+                                  looks=[8], until=slow))  # fmt: skip
+    assert len(result.samples) == 12
+    assert result.health.loop_lag_max_ms < 500, result.health.loop_lag_max_ms
+
+
 def test_a_round_stops_at_its_time_budget_after_its_first_look(healthy_sim: SimProcess) -> None:
     """A question never answered within its seconds: the round stops at the first look past them
     (before this, a round measured its whole count whatever the time)."""

@@ -274,11 +274,16 @@ async def run_load(
             return steady_issued < requests
         return deadline is None or time.monotonic() < deadline
 
-    def look() -> None:
+    async def look() -> None:
         nonlocal answered
         while pending_looks and len(samples) >= pending_looks[0]:
             pending_looks.pop(0)
-            if until is not None and not answered and until(samples):
+            if until is None or answered:
+                continue
+            # Off the event loop: a look bootstraps every segment (~20 ms), and the loop must
+            # keep reading the streams in flight meanwhile, or their tokens would be stamped
+            # late and the loop's own lag (the contention check) would read the look.
+            if await asyncio.to_thread(until, list(samples)):
                 answered = True
                 # The question is answered: the requests still on their way would only make
                 # the round longer (a stream of 200 tokens takes seconds). They are dropped,
@@ -304,7 +309,7 @@ async def run_load(
             sample = await measure_stream(client, base_url, spec, headers)
             (cold if is_cold else samples).append(sample)
             if not is_cold:
-                look()
+                await look()
             if on_progress is not None:
                 _advance(progress, sample)
                 on_progress(progress)
