@@ -46,13 +46,17 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
         runner: Any = asyncio.run
     else:
         runner = uvloop.run
+    wrapper = interruptible()
     try:
-        result: T = runner(interruptible())
+        result: T = runner(wrapper)
     except asyncio.CancelledError:
         if interrupt.requested():
             raise KeyboardInterrupt from None
         raise
     finally:
+        # An interrupt as the runner sets up its loop leaves the wrapper never started, like the
+        # walk's coroutine in ``run``: closed, so it does not warn "never awaited".
+        wrapper.close()
         interrupt.watch(None)
     interrupt.check()
     return result
