@@ -205,6 +205,19 @@ def test_rounds_an_nginx_change_cannot_touch_are_not_measured_again(demo_walk: l
     assert unchanged == ["proxy"]  # measured again after the change already (proxy#2)
 
 
+def test_a_validation_no_change_touched_is_not_run_again(demo_walk: list[dict]) -> None:
+    """LoadGen runs direct to vLLM; the demo's one change is nginx's, which cannot touch that path:
+    the run after the last change would measure loadgen_before's state again (5.8 s of the walk)."""
+    runs = [e["data"]["as"] for e in demo_walk
+            if e["type"] == "probe_result" and e["data"]["probe"] == "validate"]  # fmt: skip
+    assert runs == ["loadgen_before"]
+    [said] = [e["data"]["text"] for e in demo_walk
+              if e["type"] == "note" and e["data"]["text"].startswith("loadgen:")]  # fmt: skip
+    assert "no change since loadgen_before touches its path (proxy_buffering (nginx))" in said
+    assert not [e for e in demo_walk if e["type"] == "comparison"
+                and e["data"]["before"] == "loadgen_before"]  # fmt: skip
+
+
 def test_a_server_change_measures_every_round_again() -> None:
     """A vLLM change touches every path: nothing is kept (the kv-pressure walk's restart)."""
     from types import SimpleNamespace

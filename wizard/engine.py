@@ -454,7 +454,13 @@ async def _probe(
         if key not in ("repeat_of", "compare_with")
     }
     if round_label is None and (since := _untouched_since(session, call, params)) is not None:
-        if since:
+        if call.as_ not in session.ran_after:
+            # A run to set beside an earlier one (LoadGen after the changes) that would measure
+            # that run's state again: the earlier run's figures are its own.
+            session.facts[call.as_] = dict(session.facts[str(compare_with)])
+            key = "note.validation_still_current" if since else "note.validation_unchanged"
+            note(session, node.id, key, round=call.as_, before=compare_with, changes=since)
+        elif since:
             note(session, node.id, "note.still_current", round=call.as_, changes=since)
         else:
             note(session, node.id, "note.still_current_unchanged", round=call.as_)
@@ -555,12 +561,16 @@ LOAD_PROBES = ("measure", "validate")
 def _untouched_since(session: Session, call: ProbeCall, params: dict[str, Any]) -> str | None:
     """A load round walked again (the baseline after an early nginx stage) that no change since
     its last success can have touched: its figures still describe the server, and measuring it
-    again would only spend time and load. Returns the changes it outlived (None: measure it)."""
-    if call.name not in LOAD_PROBES or call.as_ not in session.ran_after:
+    again would only spend time and load. A run set beside an earlier one (``compare_with``:
+    LoadGen after the last change) is that run walked again. Returns the changes it outlived
+    (None: measure it)."""
+    last = call.as_ if call.as_ in session.ran_after else call.params.get("compare_with")
+    if call.name not in LOAD_PROBES or last not in session.ran_after:
         return None
-    if "error" in (session.facts.get(call.as_) or {"error": None}):
-        return None
-    since = session.changes[session.ran_after[call.as_] :]
+    facts = session.facts.get(last) or {"error": None}
+    if "error" in facts or (call.name == "validate" and facts.get("result") != "VALID"):
+        return None  # a LoadGen run with failed queries is no figure to keep (LAT060)
+    since = session.changes[session.ran_after[last] :]
     path = str(params.get("path", "direct"))
     if any(PATH_ONLY_LAYERS.get(str(c.get("layer")), path) == path for c in since):
         return None
