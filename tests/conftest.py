@@ -207,6 +207,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config_home = tempfile.mkdtemp(prefix="latency-wizard-config-")
     os.environ["XDG_CONFIG_HOME"] = config_home
     config.add_cleanup(lambda: shutil.rmtree(config_home, ignore_errors=True))
+    # The walks the tests start measure brief rounds (`--rounds brief`: half of each load round's
+    # requests, through the same sequential engine users get): the suite's walks take about two
+    # thirds of the time. LATENCY_WIZARD_ROUNDS=full runs the suite at the playbook's depth; a
+    # test about round sizes passes `--rounds full` itself.
+    os.environ.setdefault("LATENCY_WIZARD_ROUNDS", "brief")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

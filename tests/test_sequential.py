@@ -174,7 +174,8 @@ def demo_walk(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     if not shutil.which("nginx") and not Path("/usr/sbin/nginx").exists():
         pytest.skip("nginx is not installed: the demo walks without the proxy leg")
     path = tmp_path_factory.mktemp("demo") / "demo.ndjson"
-    done = subprocess.run([*wizard_command("demo", "--auto", "--transcript", str(path))],
+    # At the playbook's depth: the round sizes are what these tests are about.
+    done = subprocess.run([*wizard_command("demo", "--auto", "--rounds", "full", "--transcript", str(path))],
                           capture_output=True, text=True, timeout=900, check=False)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return events(path)

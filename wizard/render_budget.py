@@ -13,6 +13,8 @@ from wizard.words import say
 def budget_text(data: dict[str, Any], lang: str) -> Text:
     """Per stage: rounds, requests, tokens and concurrency; the totals, the cap, the deadline."""
     lines = [say("budget.title", lang)]
+    if data.get("brief"):
+        lines.append(say("budget.brief", lang))
     lines += [say("budget.stage", lang, **row) for row in data["stages"]]
     cap = data.get("max_requests")
     lines.append(say("budget.total", lang, requests=data["requests"], tokens=data["tokens"],

@@ -499,6 +499,8 @@ WORDS: dict[str, dict[str, str]] = {
     "error.masked_url": {"en": "the session's {name} {recorded} had credentials, masked in its transcript: give the URL again with --{name}",
                          "zh": "会话的 {name} {recorded} 带有凭据，在记录中已被遮盖：请用 --{name} 再次给出这个 URL"},
     "error.at_least_1": {"en": "{flag} must be at least 1", "zh": "{flag} 至少为 1"},
+    "error.rounds_env": {"en": "LATENCY_WIZARD_ROUNDS must be {choices}, got {value!r}",
+                         "zh": "LATENCY_WIZARD_ROUNDS 必须是 {choices}，收到的是 {value!r}"},
     "error.triage_scrapes": {"en": "--scrapes must be between 2 and 20, got {n}",
                              "zh": "--scrapes 必须在 2 到 20 之间，给出的是 {n}"},
     "error.target_not_http": {"en": "--target must be an http(s) URL, got {url}", "zh": "--target 必须是 http(s) URL，收到的是 {url}"},
@@ -660,6 +662,8 @@ WORDS: dict[str, dict[str, str]] = {
     # The load a walk sends (budget.py; render_budget.py) and its deadline.
     "budget.title": {"en": "The load this walk will send (at most: a round runs only where its step needs it):",
                      "zh": "本次诊断将发送的负载（上限：每轮只在其步骤需要时才运行）："},
+    "budget.brief": {"en": "  (--rounds brief: half of each load round's requests; wider noise bands)",
+                     "zh": "  （--rounds brief：每个负载轮次的请求数减半；噪声带更宽）"},
     "budget.stage": {"en": "  {stage}: {rounds} round(s), {requests} requests, {tokens} tokens, at most {concurrency} at once",
                      "zh": "  {stage}：{rounds} 轮，{requests} 个请求，{tokens} 个 token，最多同时 {concurrency} 个"},
     "budget.total": {"en": "  in all: {requests} requests, {tokens} tokens; each change applied measures its round again (up to 3 times){cap}",

@@ -15,7 +15,7 @@ Which rounds take what:
 - the rounds that test one dimension on purpose (long prompts, a shared prefix) keep their own
   prompt and output lengths and concurrency;
 and every round uses the incident's model and API, and with a body its other fields (sampling,
-``max_tokens``). A body is sent as given except that streaming and usage are always asked for
+``max_tokens``). ``--rounds brief`` halves every load round's requests (below). A body is sent as given except that streaming and usage are always asked for
 (the wizard times the stream and counts its tokens) and each request's prompt begins with a word
 of its own (no request is served from the prefix cache another one filled, as for every round).
 """
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -44,9 +45,22 @@ CONSTRAINT_FIELDS = (
 )  # fmt: skip
 
 
+# `--rounds`: how much each round measures. "full" is the playbook's rounds as written; "brief"
+# halves each load round's steady requests, never below one look of the sequential engine (at
+# least measure.MIN_SAMPLES and one request per stream), and leaves every request's shape, the
+# concurrency and the warm-ups alone. Percentiles then rest on half the samples: the noise bands
+# are wider and more verdicts "inconclusive" (sequential.py stops a compared round once it has
+# answered, whatever its budget); the rules' thresholds do not move. LoadGen keeps its queries:
+# SingleStream's early stopping needs at least 64 ("Only processed 32 queries. Need to process at
+# least 64 queries for early stopping": INVALID), the playbook's count.
+ROUNDS = ("full", "brief")
+BRIEF_SHARE = 0.5
+
+
 @dataclass(frozen=True)
 class Workload:
-    """The incident's request shape; None everywhere: the playbook's own shape."""
+    """The incident's request shape; None everywhere: the playbook's own shape. ``rounds`` is how
+    much each round measures (ROUNDS; None: full), recorded apart from the shape."""
 
     model: str | None = None
     endpoint: str | None = None
@@ -55,11 +69,12 @@ class Workload:
     concurrency: int | None = None
     body: dict[str, Any] | None = None
     body_file: str | None = None
+    rounds: str | None = None
 
     @property
     def given(self) -> bool:
         """True when anything of the shape was given (it is then recorded and shown)."""
-        return any(v is not None for v in asdict(self).values())
+        return any(v is not None for k, v in asdict(self).items() if k != "rounds")
 
     @property
     def body_sha256(self) -> str | None:
@@ -96,14 +111,15 @@ class Workload:
         """The transcript header's ``workload`` (the body itself, so resume replays the same)."""
         if not self.given:
             return None
-        return {**asdict(self), "body_sha256": self.body_sha256}
+        shape = {k: v for k, v in asdict(self).items() if k != "rounds"}
+        return {**shape, "body_sha256": self.body_sha256}
 
     @classmethod
-    def from_header(cls, data: dict[str, Any] | None) -> Workload:
-        """The workload a transcript header recorded (none: the playbook's own shape)."""
-        if not data:
-            return cls()
-        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
+    def from_header(cls, data: dict[str, Any] | None, rounds: str | None = None) -> Workload:
+        """The workload a transcript header recorded (none: the playbook's own shape), and its
+        ``rounds`` (the header's own key)."""
+        shape = {k: (data or {}).get(k) for k in cls.__dataclass_fields__ if k != "rounds"}
+        return cls(**shape, rounds=rounds)
 
     def round_params(self, name: str, params: dict[str, Any], api: str | None) -> dict[str, Any]:
         """A round's parameters under this workload (see the module's docstring)."""
@@ -112,18 +128,32 @@ class Workload:
         shape = params.get("shape")
         out = {k: v for k, v in params.items() if k != "shape"}
         out["endpoint"] = self.endpoint or api or out.get("endpoint") or "completions"
-        if shape not in SHAPES:
-            return out
-        if self.input_tokens is not None:
-            out["input_tokens"] = self.input_tokens
-        if self.output_tokens is not None:
-            out["max_tokens"] = self.output_tokens
-        if self.body is not None:
-            out["replay_body"] = True
-        factor = SHAPES[shape]
-        if factor is not None and self.concurrency is not None:
-            out["concurrency"] = self.concurrency * factor
+        if shape in SHAPES:
+            if self.input_tokens is not None:
+                out["input_tokens"] = self.input_tokens
+            if self.output_tokens is not None:
+                out["max_tokens"] = self.output_tokens
+            if self.body is not None:
+                out["replay_body"] = True
+            factor = SHAPES[shape]
+            if factor is not None and self.concurrency is not None:
+                out["concurrency"] = self.concurrency * factor
+        return brief_round(name, out) if self.rounds == "brief" else out
+
+
+def brief_round(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A round's parameters under ``--rounds brief`` (ROUNDS)."""
+    from wizard.measure import MIN_SAMPLES
+
+    out = dict(params)
+    if name != "measure":
         return out
+    if "requests" in out:
+        streams = max(1, int(out.get("concurrency", 1)))
+        one_look = -(-max(MIN_SAMPLES, streams) // streams) * streams
+        wanted = math.ceil(int(out["requests"]) * BRIEF_SHARE)
+        out["requests"] = min(int(out["requests"]), max(one_look, wanted))
+    return out
 
 
 def _is_text_format(value: Any) -> bool:
@@ -143,6 +173,7 @@ def from_arguments(
     output_tokens: int | None,
     concurrency: int | None,
     body_file: str | None,
+    rounds: str | None = None,
 ) -> Workload:
     """The workload ``run``'s flags give; a bad value or body is one line (UsageError)."""
     for flag, value in (("--input-tokens", input_tokens), ("--output-tokens", output_tokens),
@@ -150,7 +181,7 @@ def from_arguments(
         if value is not None and value < 1:
             raise UsageError.said("error.at_least_1", flag=flag)
     if body_file is None:
-        return Workload(model, endpoint, input_tokens, output_tokens, concurrency)
+        return Workload(model, endpoint, input_tokens, output_tokens, concurrency, rounds=rounds)
     if input_tokens is not None:
         raise UsageError.said("error.body_and_input_tokens")
     body = read_body(Path(body_file))
@@ -173,7 +204,7 @@ def from_arguments(
     return Workload(
         model=model or (body_model if isinstance(body_model, str) else None),
         endpoint=body_endpoint, input_tokens=None, output_tokens=output_tokens,
-        concurrency=concurrency, body=body, body_file=str(Path(body_file).resolve()),
+        concurrency=concurrency, body=body, body_file=str(Path(body_file).resolve()), rounds=rounds,
     )  # fmt: skip
 
 

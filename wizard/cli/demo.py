@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from wizard.cli.inputs import count, seconds
-from wizard.cli.run import operator_arguments
+from wizard.cli.run import operator_arguments, rounds_argument
 
 if TYPE_CHECKING:
     from wizard.words_cli import Words
@@ -28,6 +28,7 @@ def register(subparsers: Any, words: Words) -> None:
     demo.add_argument("--keep-files", action="store_true", help=words("demo.keep_files"))
     demo.add_argument("--deadline", type=seconds, metavar="SECONDS", help=words("run.deadline"))
     demo.add_argument("--max-requests", type=count, metavar="N", help=words("run.max_requests"))
+    rounds_argument(demo, words)
     demo.set_defaults(handler=demo_command)
 
 
@@ -40,6 +41,7 @@ def demo_command(args: argparse.Namespace) -> int:
     from wizard import interrupt, playbook
     from wizard.cli.run import (
         _create,
+        chosen_rounds,
         default_language,
         default_transcript_path,
         execute,
@@ -55,6 +57,7 @@ def demo_command(args: argparse.Namespace) -> int:
 
     scenario = get_scenario(args.scenario)  # unknown names fail before anything starts
     flags = engine_flags(args.engine_flag)
+    rounds = chosen_rounds(args)
     book = playbook.load()
     # A bad answers file is refused before anything starts (or any folder is made).
     answers = ScriptedOperator.from_file(Path(args.answers), book) if args.answers else None
@@ -84,7 +87,7 @@ def demo_command(args: argparse.Namespace) -> int:
         path = Path(args.transcript) if args.transcript else default_transcript_path(stack.sim_url)
         # The demo's incident is completions traffic (its simulator answers both APIs), with the
         # scenario's own requests where the fault is in them.
-        workload = Workload(endpoint="completions", body=scenario.incident_body)
+        workload = Workload(endpoint="completions", body=scenario.incident_body, rounds=rounds)
         header = {"playbook_id": book.id, "playbook_sha256": book.sha256, "playbook_path": book.path,
                   "target": stack.sim_url, "proxy": proxy, "lang": lang,
                   "nginx_conf": str(stack.nginx.config_path) if stack.nginx is not None else None,
@@ -93,7 +96,7 @@ def demo_command(args: argparse.Namespace) -> int:
                   "host_evidence": None if "host" in args.withhold else str(stack.host_evidence),
                   "demo": {"scenario": args.scenario, "nginx": proxy is not None,
                            "engine_flags": flags, "withheld": sorted(set(args.withhold))},
-                  "workload": workload.to_header()}  # fmt: skip
+                  "workload": workload.to_header(), "rounds": workload.rounds}  # fmt: skip
         args.timeout = 60.0
         # Its own simulator, no production's: shown and recorded as `run` does, never asked.
         known = {"proxy": proxy, "target": stack.sim_url, "nginx_conf": header["nginx_conf"],

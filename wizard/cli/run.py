@@ -45,6 +45,7 @@ def register(subparsers: Any, words: Words) -> None:
     run.add_argument("--timeout", type=seconds, default=60.0, help=words("timeout_per_request"))
     run.add_argument("--deadline", type=seconds, metavar="SECONDS", help=words("run.deadline"))
     run.add_argument("--max-requests", type=count, metavar="N", help=words("run.max_requests"))
+    rounds_argument(run, words)
     run.add_argument("--api-key-env", help=words("api_key_env"))
     operator_arguments(run, words)
     run.set_defaults(handler=run_command)
@@ -66,6 +67,24 @@ def register(subparsers: Any, words: Words) -> None:
     )
     operator_arguments(resume, words)
     resume.set_defaults(handler=resume_command)
+
+
+def rounds_argument(parser: argparse.ArgumentParser, words: Words) -> None:
+    """``--rounds full|brief`` (run, demo): how much each round measures (workload.ROUNDS)."""
+    parser.add_argument("--rounds", choices=["full", "brief"], help=words("run.rounds"))
+
+
+def chosen_rounds(args: argparse.Namespace) -> str:
+    """``--rounds``, else ``$LATENCY_WIZARD_ROUNDS`` (the test suite sets it), else full."""
+    from wizard.errors import UsageError
+    from wizard.workload import ROUNDS
+
+    if args.rounds:
+        return str(args.rounds)
+    value = os.environ.get("LATENCY_WIZARD_ROUNDS", "")
+    if value and value not in ROUNDS:
+        raise UsageError.said("error.rounds_env", choices=" or ".join(ROUNDS), value=value)
+    return value or "full"
 
 
 def workload_arguments(parser: argparse.ArgumentParser, words: Words) -> None:
@@ -138,7 +157,7 @@ def run_command(args: argparse.Namespace) -> int:
     check_evidence_paths(args)
     check_nginx_conf(args.nginx_conf)
     workload = from_arguments(args.model, args.endpoint, args.input_tokens, args.output_tokens,
-                              args.concurrency, args.request_body)  # fmt: skip
+                              args.concurrency, args.request_body, chosen_rounds(args))  # fmt: skip
     if args.prometheus is None and args.target is None:
         raise UsageError.said("error.target_required")
     for url in filter(None, (args.target, args.proxy)):
@@ -162,7 +181,7 @@ def run_command(args: argparse.Namespace) -> int:
               "vllm_log": _absolute(args.vllm_log), "host_evidence": _absolute(args.host_evidence),
               "lang": args.lang or default_language(), "prometheus": args.prometheus,
               "fleet_window": args.window, "fleet_job": args.job, "replicas": args.replica,
-              "workload": workload.to_header()}  # fmt: skip
+              "workload": workload.to_header(), "rounds": workload.rounds}  # fmt: skip
     secrets = url_secrets(args.target, args.proxy, args.prometheus, *(args.replica or []))
     writer = _create(path, header, Redactor([api_key, *secrets]))
     return execute(book, writer, operator, args, api_key, header, events=[], fleet=fleet,
@@ -202,6 +221,8 @@ def show_budget(book: Any, workload: Any, known: dict[str, Any], args: argparse.
     stages = budget.plan(book, workload, session, rounds, start)
     deadline = args.deadline or budget.default_deadline(stages, args.timeout)
     planned = budget.budget_event(stages, args.max_requests, deadline, rounds)
+    if workload.rounds == "brief":
+        planned["brief"] = True
     console().print(budget_text(planned, lang), soft_wrap=True)
     if consent:
         question = texts("budget.consent", target=without_userinfo(known["target"]))[lang]
@@ -465,7 +486,7 @@ def _walk(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_k
                            headers=auth_headers(api_key), timeout_s=args.timeout,
                            fleet_query=_fleet_query(header), fleet=fleet,
                            replicas=header.get("replicas"))  # fmt: skip
-    context.workload = Workload.from_header(header.get("workload"))
+    context.workload = Workload.from_header(header.get("workload"), header.get("rounds"))
     context.model = context.workload.model
     on_busy, context.on_progress = _spinner(screen, lang)
     session = Session(book, context, operator, writer, lang, show, on_busy=on_busy)
