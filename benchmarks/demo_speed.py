@@ -2,6 +2,7 @@
 
     python benchmarks/demo_speed.py --runs 3            # a quiet machine
     python benchmarks/demo_speed.py --runs 3 --hog      # one core kept busy by another process
+    python benchmarks/demo_speed.py --rounds brief      # `demo --rounds brief` (default: full)
 
 Goal (issue: a sequential, bounded measurement engine): <= 30 s quiet, <= 60 s with one core busy.
 Each run is `latency-wizard demo --auto` (every question answered by its default); the requests
@@ -40,11 +41,12 @@ def requests_sent(path: Path) -> int:
     return sent
 
 
-def one_run(workdir: Path, number: int) -> tuple[float, int, int]:
+def one_run(workdir: Path, number: int, rounds: str) -> tuple[float, int, int]:
     path = workdir / f"demo-{number}.ndjson"
     began = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "wizard", "demo", "--auto", "--transcript", str(path)],
-                            capture_output=True, text=True, timeout=1800, check=False)  # fmt: skip
+    command = [sys.executable, "-m", "wizard", "demo", "--auto", "--rounds", rounds,
+               "--transcript", str(path)]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
     return time.monotonic() - began, result.returncode, requests_sent(path)
 
 
@@ -52,6 +54,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--hog", action="store_true", help="keep one core busy meanwhile")
+    parser.add_argument("--rounds", choices=["full", "brief"], default="full")
     args = parser.parse_args()
     hogger = None
     if args.hog:
@@ -61,12 +64,12 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             times = []
             for number in range(args.runs):
-                seconds, code, sent = one_run(Path(folder), number)
+                seconds, code, sent = one_run(Path(folder), number, args.rounds)
                 times.append(seconds)
                 print(f"run {number + 1}: {seconds:.1f} s, exit {code}, {sent} requests, "
                       f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
             print(f"median {statistics.median(times):.1f} s over {len(times)} runs"
-                  + (" (one core busy)" if args.hog else ""))  # fmt: skip
+                  + (" (one core busy)" if args.hog else "") + f", --rounds {args.rounds}")  # fmt: skip
     finally:
         if hogger is not None:
             hogger.terminate()
