@@ -107,3 +107,18 @@ def test_a_brief_walk_records_its_rounds_and_resumes_brief(
     loaded = [e["data"]["facts"]["steady"]["requests"] for e in transcript.load(path).events
               if e["type"] == "probe_result" and e["data"]["round"] == "loaded"]  # fmt: skip
     assert loaded == [8], loaded
+
+
+def test_a_header_with_rounds_of_another_kind_is_refused_in_one_line(tmp_path: Path) -> None:
+    """`resume` takes the depth from the header: one it does not know is refused on load."""
+    from tests.forge import write_rechained
+    from tests.test_fuzz_transcripts import SEEDS
+
+    header, events = dict(SEEDS[0][0]), list(SEEDS[0][1])
+    header["rounds"] = "quick"
+    path = write_rechained(tmp_path / "edited.ndjson", header, events)
+    with pytest.raises(transcript.TranscriptError) as refused:
+        transcript.load(path)
+    assert str(refused.value).endswith("header.rounds is 'quick', not one of full, brief"), str(
+        refused.value
+    )
