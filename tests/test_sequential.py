@@ -125,6 +125,33 @@ def test_a_look_never_holds_up_the_streams_in_flight(healthy_sim: SimProcess) ->
     assert result.health.loop_lag_max_ms < 500, result.health.loop_lag_max_ms
 
 
+def test_looks_take_turns_and_none_runs_after_the_answer(healthy_sim: SimProcess) -> None:
+    """A look that is still judging when the next look's samples are in does not run beside
+    it: the later one judged at once, and its "not answered" overwrote the earlier one's answer
+    in the round's facts (looks are awaited in worker threads)."""
+    import threading
+    import time
+
+    request = RequestSpec(model=MODEL, input_tokens=16, max_tokens=8)
+    lock = threading.Lock()
+    running, most, looked = [0], [0], []
+
+    def slow(samples: list) -> bool:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.8)  # the next look's samples arrive meanwhile
+        with lock:
+            running[0] -= 1
+            looked.append(len(samples))
+        return len(samples) >= 8  # answered at its first look
+
+    result = asyncio.run(run_load(healthy_sim.url, request, concurrency=4, requests=40,
+                                  looks=[5, 6, 7, 8, 9, 10, 11, 12], until=slow))  # fmt: skip
+    assert most[0] == 1, looked
+    assert looked[-1] == 8 and len(result.samples) < 40, looked
+
+
 def test_a_round_stops_at_its_time_budget_after_its_first_look(healthy_sim: SimProcess) -> None:
     """A question never answered within its seconds: the round stops at the first look past them
     (before this, a round measured its whole count whatever the time)."""

@@ -266,6 +266,7 @@ async def run_load(
     pending_looks = sorted(looks)
     tasks: list[asyncio.Task[None]] = []
     answered = False
+    looking = asyncio.Lock()
 
     def more_steady() -> bool:
         if answered:
@@ -276,21 +277,24 @@ async def run_load(
 
     async def look() -> None:
         nonlocal answered
-        while pending_looks and len(samples) >= pending_looks[0]:
-            pending_looks.pop(0)
-            if until is None or answered:
-                continue
-            # Off the event loop: a look bootstraps every segment (~20 ms), and the loop must
-            # keep reading the streams in flight meanwhile, or their tokens would be stamped
-            # late and the loop's own lag (the contention check) would read the look.
-            if await asyncio.to_thread(until, list(samples)):
-                answered = True
-                # The question is answered: the requests still on their way would only make
-                # the round longer (a stream of 200 tokens takes seconds). They are dropped,
-                # never counted as failures; the server sees their connections close.
-                for task in tasks:
-                    if task is not asyncio.current_task():
-                        task.cancel()
+        # One look at a time: a later look judging beside a slower earlier one would record
+        # its "not answered" over the earlier one's answer.
+        async with looking:
+            while pending_looks and len(samples) >= pending_looks[0]:
+                pending_looks.pop(0)
+                if until is None or answered:
+                    continue
+                # Off the event loop: a look bootstraps every segment (~20 ms), and the loop
+                # must keep reading the streams in flight meanwhile, or their tokens would be
+                # stamped late and the loop's own lag (the contention check) would read it.
+                if await asyncio.to_thread(until, list(samples)):
+                    answered = True
+                    # The question is answered: the requests still on their way would only
+                    # make the round longer (a stream of 200 tokens takes seconds). They are
+                    # dropped, never counted as failures; the server sees their connections close.
+                    for task in tasks:
+                        if task is not asyncio.current_task():
+                            task.cancel()
 
     async def worker(index: int, client: httpx.AsyncClient) -> None:
         nonlocal issued, steady_issued, deadline
