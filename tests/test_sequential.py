@@ -219,11 +219,18 @@ def test_the_round_after_a_clear_change_stops_at_its_first_look(demo_walk: list[
 
 
 def test_rounds_an_nginx_change_cannot_touch_are_not_measured_again(demo_walk: list[dict]) -> None:
-    rounds = [e["data"]["round"] for e in demo_walk if e["type"] == "probe_result"
-              and e["data"]["as"] in ("direct", "direct_aa", "loadgen_before", "proxy")]  # fmt: skip
     # The baseline is walked again after the early nginx stage: before, every round was sent a
-    # second time (direct, direct_aa, loadgen_before, proxy twice over).
-    assert rounds == ["direct", "direct_aa", "loadgen_before", "proxy", "proxy#2"]
+    # second time (direct, direct_aa, loadgen_before, proxy twice over). Repeats of the first
+    # visit (a contended or disagreeing round measured again, proxy#3 while inconclusive) are
+    # the walk's own business on a busy machine; nothing direct is measured after the change.
+    change = next(i for i, e in enumerate(demo_walk) if e["type"] == "change")
+    measured = [(i, e["data"]["round"]) for i, e in enumerate(demo_walk)
+                if e["type"] == "probe_result"
+                and e["data"]["as"] in ("direct", "direct_aa", "loadgen_before", "proxy")]  # fmt: skip
+    before = {r.split("#")[0] for i, r in measured if i < change}
+    assert before == {"direct", "direct_aa", "loadgen_before", "proxy"}, measured
+    after = [r for i, r in measured if i > change]
+    assert after and all(r.startswith("proxy#") for r in after), measured
     notes = [e["data"]["text"] for e in demo_walk if e["type"] == "note"]
     kept = [
         t.split(":")[0] for t in notes if "no change since its last round touches its path" in t
