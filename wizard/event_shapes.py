@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from wizard.vocabulary import LANGUAGES, OUTCOMES, SEVERITIES
+from wizard.vocabulary import LANGUAGES, OUTCOMES, ROUND_DEPTHS, SEVERITIES
 
 
 @dataclass(frozen=True)
@@ -242,7 +242,7 @@ HEADER = {
     "target?": Opt(str), "proxy?": Opt(str), "lang?": Opt(OneOf(LANGUAGES)),
     "playbook_id?": Opt(str), "started_at?": Opt(str), "workload?": Opt(dict),
     "vllm_log?": Opt(str), "host_evidence?": Opt(str), "nginx_conf?": Opt(str),
-    "nginx_access_log?": Opt(str), "rounds?": Opt(OneOf(("full", "brief"))),
+    "nginx_access_log?": Opt(str), "rounds?": Opt(OneOf(ROUND_DEPTHS)),
 }  # fmt: skip
 
 

@@ -31,6 +31,13 @@ ALPHA = 0.05
 TIME_BUDGET_FACTOR = 2.0
 
 
+def first_look(concurrency: int) -> int:
+    """The steady samples of a round's first look: enough to judge (``MIN_SAMPLES``) and one
+    request of every stream, in whole looks (every stream's request is in)."""
+    step = max(1, concurrency)
+    return -(-max(MIN_SAMPLES, step) // step) * step
+
+
 def time_budget(reference_wall_s: Any) -> float | None:
     """Seconds a compared round may take: ``TIME_BUDGET_FACTOR`` times its reference round's."""
     if not isinstance(reference_wall_s, int | float) or reference_wall_s <= 0:
@@ -58,10 +65,7 @@ class Question:
     def plan(self, requests: int, concurrency: int) -> list[int]:
         """After how many steady samples the round looks: once per stream's request from the
         first look that can judge, the last at the round's full count."""
-        step = max(1, concurrency)
-        first = max(MIN_SAMPLES, step)
-        first = -(-first // step) * step  # whole looks: every stream's request is in
-        looks = list(range(first, requests, step))
+        looks = list(range(first_look(concurrency), requests, max(1, concurrency)))
         return [*looks, requests]
 
     def answered(self, values: Mapping[str, list[float]], looks: int) -> bool:

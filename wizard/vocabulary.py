@@ -28,6 +28,8 @@ OUTCOMES = ("no_cause", "cause_remains", "nothing_measured")
 # measuring client, which the wizard changes itself (LAT050).
 LAYERS = ("vllm", "nginx", "host", "client", "measurement")
 LANGUAGES = ("en", "zh")
+# How much each round measures (`--rounds`, the transcript header's `rounds`; workload.py).
+ROUND_DEPTHS = ("full", "brief")
 
 # Every item of the procedure (shared/seed/procedure.md); the playbook must cover all of them.
 PROCEDURE_ITEMS = (

@@ -15,9 +15,10 @@ Which rounds take what:
 - the rounds that test one dimension on purpose (long prompts, a shared prefix) keep their own
   prompt and output lengths and concurrency;
 and every round uses the incident's model and API, and with a body its other fields (sampling,
-``max_tokens``). ``--rounds brief`` halves every load round's requests (below). A body is sent as given except that streaming and usage are always asked for
+``max_tokens``). A body is sent as given except that streaming and usage are always asked for
 (the wizard times the stream and counts its tokens) and each request's prompt begins with a word
 of its own (no request is served from the prefix cache another one filled, as for every round).
+``--rounds brief`` halves every load round's requests (ROUND_DEPTHS, below).
 """
 
 from __future__ import annotations
@@ -52,15 +53,14 @@ CONSTRAINT_FIELDS = (
 # are wider and more verdicts "inconclusive" (sequential.py stops a compared round once it has
 # answered, whatever its budget); the rules' thresholds do not move. LoadGen keeps its queries:
 # SingleStream's early stopping needs at least 64 ("Only processed 32 queries. Need to process at
-# least 64 queries for early stopping": INVALID), the playbook's count.
-ROUNDS = ("full", "brief")
+# least 64 queries for early stopping": INVALID), the playbook's count. The depths: ROUND_DEPTHS.
 BRIEF_SHARE = 0.5
 
 
 @dataclass(frozen=True)
 class Workload:
     """The incident's request shape; None everywhere: the playbook's own shape. ``rounds`` is how
-    much each round measures (ROUNDS; None: full), recorded apart from the shape."""
+    much each round measures (ROUND_DEPTHS; None: full), recorded apart from the shape."""
 
     model: str | None = None
     endpoint: str | None = None
@@ -142,17 +142,15 @@ class Workload:
 
 
 def brief_round(name: str, params: dict[str, Any]) -> dict[str, Any]:
-    """A round's parameters under ``--rounds brief`` (ROUNDS)."""
-    from wizard.measure import MIN_SAMPLES
+    """A round's parameters under ``--rounds brief`` (ROUND_DEPTHS)."""
+    from wizard.sequential import first_look
 
     out = dict(params)
-    if name != "measure":
+    if name != "measure" or "requests" not in out:
         return out
-    if "requests" in out:
-        streams = max(1, int(out.get("concurrency", 1)))
-        one_look = -(-max(MIN_SAMPLES, streams) // streams) * streams
-        wanted = math.ceil(int(out["requests"]) * BRIEF_SHARE)
-        out["requests"] = min(int(out["requests"]), max(one_look, wanted))
+    wanted = math.ceil(int(out["requests"]) * BRIEF_SHARE)
+    one_look = first_look(int(out.get("concurrency", 1)))
+    out["requests"] = min(int(out["requests"]), max(one_look, wanted))
     return out
 
 

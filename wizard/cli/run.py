@@ -70,20 +70,22 @@ def register(subparsers: Any, words: Words) -> None:
 
 
 def rounds_argument(parser: argparse.ArgumentParser, words: Words) -> None:
-    """``--rounds full|brief`` (run, demo): how much each round measures (workload.ROUNDS)."""
-    parser.add_argument("--rounds", choices=["full", "brief"], help=words("run.rounds"))
+    """``--rounds`` (run, demo): how much each round measures (vocabulary.ROUND_DEPTHS)."""
+    from wizard.vocabulary import ROUND_DEPTHS
+
+    parser.add_argument("--rounds", choices=ROUND_DEPTHS, help=words("run.rounds"))
 
 
 def chosen_rounds(args: argparse.Namespace) -> str:
     """``--rounds``, else ``$LATENCY_WIZARD_ROUNDS`` (the test suite sets it), else full."""
     from wizard.errors import UsageError
-    from wizard.workload import ROUNDS
+    from wizard.vocabulary import ROUND_DEPTHS
 
     if args.rounds:
         return str(args.rounds)
     value = os.environ.get("LATENCY_WIZARD_ROUNDS", "")
-    if value and value not in ROUNDS:
-        raise UsageError.said("error.rounds_env", choices=" or ".join(ROUNDS), value=value)
+    if value and value not in ROUND_DEPTHS:
+        raise UsageError.said("error.rounds_env", choices=" or ".join(ROUND_DEPTHS), value=value)
     return value or "full"
 
 
