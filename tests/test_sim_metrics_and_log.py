@@ -418,3 +418,62 @@ def test_speculative_decoding_counters_and_line_as_vllm_writes_them(
         r"acceptance rate: [\d.]+, [\d.]+, [\d.]+, Avg Draft acceptance rate: [\d.]+%$",
         line,
     ), line
+
+
+def test_a_scrape_parses_off_the_loop_that_times_the_streams() -> None:
+    """A round scrapes /metrics while its streams are in flight. The parse is pure Python (20-30
+    ms for the simulator's exposition, longer for a real server's); on the event loop, every
+    token arriving meanwhile was stamped late. Here an exposition that takes the parser about a
+    second: the loop still wakes within half a second (before: not for the whole parse)."""
+    import asyncio
+    import http.server
+    import threading
+
+    from wizard.probes.metrics import scrape
+
+    lines = [f'vllm:num_requests_running{{engine="0",model_name="m",n="{i}"}} 1'
+             for i in range(40_000)]  # fmt: skip
+    body = ("# TYPE vllm:num_requests_running gauge\n" + "\n".join(lines) + "\n").encode()
+
+    class Exposition(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Exposition)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+
+    async def scraped_beside_a_ticker() -> tuple[float, float, float | None]:
+        gaps: list[float] = []
+
+        async def tick() -> None:
+            last = time.monotonic()
+            while True:
+                await asyncio.sleep(0.01)
+                now = time.monotonic()
+                gaps.append(now - last)
+                last = now
+
+        ticker = asyncio.create_task(tick())
+        began = time.monotonic()
+        async with httpx.AsyncClient() as client:
+            snap = await scrape(client, url)
+        took = time.monotonic() - began
+        ticker.cancel()
+        return took, max(gaps), snap.running
+
+    try:
+        took, worst, running = asyncio.run(scraped_beside_a_ticker())
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert running == 40_000  # every sample parsed and summed
+    assert took > 0.6, f"the parse took {took:.2f} s: too fast to show the loop held"
+    assert worst < 0.5, f"the loop was held {worst:.2f} s of a {took:.2f} s scrape"
