@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.conftest import leftover_processes, wizard_command
@@ -204,3 +205,34 @@ def test_demo_removes_its_folders_on_error_unless_asked_to_keep_them(tmp_path: P
                       if line.startswith("kept: "))  # fmt: skip
         assert left == kept
         assert bool(left) is keep
+
+
+@requires_nginx
+def test_a_reload_returns_once_only_new_workers_serve(sim_factory: Any) -> None:
+    """A reload waits for the workers started with the old config to be gone (an old one may
+    still accept a connection), not for a fixed half second; a directive nginx refuses is said
+    in nginx's own words (before, the reload was sent, refused by nginx, and nothing was said)."""
+    import psutil
+
+    from wizard.errors import WizardError
+
+    sim = sim_factory()
+    with Nginx(sim.url) as nginx:
+        assert nginx.process is not None
+        master = psutil.Process(nginx.process.pid)
+        old = {child.pid for child in master.children()}
+        nginx.reload({**nginx.directives, "proxy_buffering": "off"})
+        now = {child.pid for child in master.children()}
+        assert now and not now & old, (old, now)
+        assert "proxy_buffering off;" in nginx.config_path.read_text()
+        with pytest.raises(WizardError) as refused:
+            nginx.reload({**nginx.directives, "proxy_buffering": "maybe"})
+        message = str(refused.value)
+        assert message.startswith('nginx rejected the config: invalid value "maybe" in '
+                                  '"proxy_buffering" directive'), message  # fmt: skip
+        assert "[emerg]" not in message and "\n" not in message
+        # Still serving, with the workers and the file of the last config it took.
+        assert {child.pid for child in master.children()} == now
+        assert nginx.directives["proxy_buffering"] == "off"
+        assert "proxy_buffering off;" in nginx.config_path.read_text()
+        assert httpx.get(nginx.url + "/v1/models", timeout=10).status_code == 200

@@ -9,12 +9,15 @@ fix, ``{"gzip": "on", "gzip_types": "text/event-stream"}`` the gzip trap.
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+import psutil
 
 from wizard.errors import WizardError
 
@@ -141,12 +144,7 @@ http {{
     def start(self, timeout: float = 10.0) -> Nginx:
         """Write the config, check it, start nginx and wait until it accepts connections."""
         self._write()
-        test = subprocess.run(self._command("-t"), capture_output=True, text=True)
-        if test.returncode != 0:
-            lines = test.stderr.strip().splitlines()
-            raise WizardError(
-                f"nginx rejected the config: {lines[-1] if lines else 'unknown error'}"
-            )
+        self._test()
         self.process = subprocess.Popen(
             self._command("-g", "daemon off; user root;"),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -164,12 +162,41 @@ http {{
         self.stop()
         raise WizardError("nginx did not start listening in time")
 
-    def reload(self, directives: dict[str, str]) -> None:
-        """Apply new location directives with a graceful reload."""
-        self.directives = dict(directives)
+    def _test(self) -> None:
+        """``nginx -t`` on the written config; WizardError with nginx's own reason (its [emerg]
+        line, not the "test failed" that follows it)."""
+        test = subprocess.run(self._command("-t"), capture_output=True, text=True)
+        if test.returncode != 0:
+            lines = test.stderr.strip().splitlines()
+            reason = next((line for line in lines if "[emerg]" in line), lines[-1] if lines else "")
+            reason = re.sub(r"^.*?\[emerg\] \d+#\d+: ", "", reason)  # its time and pid
+            raise WizardError(f"nginx rejected the config: {reason or 'unknown error'}")
+
+    def reload(self, directives: dict[str, str], timeout: float = 10.0) -> None:
+        """Apply new location directives with a graceful reload, and return once only workers
+        started with the new config are left: nginx answers a reload by starting new workers
+        and asking the old ones to finish, and an old one still running may accept a connection
+        under the config it was started with."""
+        previous, self.directives = self.directives, dict(directives)
         self._write()
+        try:
+            self._test()
+        except WizardError:
+            # nginx runs on with the config it has: so does this object, and so does the file.
+            self.directives = previous
+            self._write()
+            raise
+        assert self.process is not None
+        master = psutil.Process(self.process.pid)
+        old = {child.pid for child in master.children()}
         subprocess.run(self._command("-s", "reload"), capture_output=True, check=False)
-        time.sleep(0.5)  # old workers finish; new ones take the new config
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            now = {child.pid for child in master.children()}
+            if now and not now & old:
+                return
+            time.sleep(0.01)
+        raise WizardError(f"nginx did not take the new config within {timeout:.0f} s")
 
     def stop(self, keep_prefix: bool = False) -> None:
         """Quit gracefully, then make sure the master is gone; remove the prefix (its config and
