@@ -12,6 +12,8 @@ from typing import Any
 
 import httpx
 
+from wizard.probes.lean_http import tls_context
+
 DEADLINE_READ_TIMEOUTS = 5  # a request's whole deadline, in read timeouts
 DEFAULT_READ_TIMEOUT_S = 60.0
 # /metrics of a many-engine vLLM is a few hundred KB; a model list or an error body far less.
@@ -47,7 +49,7 @@ async def fetch(client: httpx.AsyncClient, method: str, url: str, **kwargs: Any)
 
 async def headers_within_deadline(url: str, timeout_s: float) -> int:
     """GET ``url`` and return its status once the headers came (the body is not read)."""
-    async with httpx.AsyncClient(timeout=timeout_s) as client:
+    async with httpx.AsyncClient(verify=tls_context(), timeout=timeout_s) as client:
         deadline_s = request_deadline_s(client)
         try:
             async with asyncio.timeout(deadline_s), client.stream("GET", url) as response:

@@ -10,6 +10,7 @@ from wizard import safejson
 from wizard.errors import WizardError
 from wizard.numbers import parse_int
 from wizard.probes.bounded import BoundedRequestError, fetch
+from wizard.probes.lean_http import tls_context
 from wizard.probes.reach import explain_texts
 
 
@@ -75,7 +76,9 @@ def _message(body: str) -> str:
 async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Walk probe: health, version, models, auth, and whether completions and chat answer."""
     base = ctx.target.rstrip("/")
-    async with httpx.AsyncClient(timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)) as client:
+    async with httpx.AsyncClient(
+        verify=tls_context(), timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)
+    ) as client:
         health, health_body, health_why = await _status(client, "GET", base + "/health")
         version_status: int | None = None
         models_status: int | None = None

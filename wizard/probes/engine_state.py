@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from wizard.probes.lean_http import tls_context
 from wizard.probes.measure_probe import ALL_FAILED
 from wizard.words import texts
 
@@ -38,7 +39,7 @@ def _rounds_failed(session: Any) -> list[str]:
 
 async def _health(target: str) -> int | None:
     try:
-        async with httpx.AsyncClient(timeout=HEALTH_TIMEOUT_S) as client:
+        async with httpx.AsyncClient(verify=tls_context(), timeout=HEALTH_TIMEOUT_S) as client:
             return (await client.get(target.rstrip("/") + "/health")).status_code
     except httpx.HTTPError:
         return None

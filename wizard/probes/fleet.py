@@ -26,6 +26,7 @@ from wizard.bucket_quantile import quantile_bounds
 from wizard.errors import UsageError, WizardError
 from wizard.numbers import parse_float
 from wizard.probes import fleet_judgement
+from wizard.probes.lean_http import tls_context
 from wizard.probes.metrics import ITL, KV_USAGE
 from wizard.probes.prometheus_api import PrometheusClient, Sample, Target
 
@@ -274,7 +275,9 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     elif ctx.fleet_query is None:
         return {"available": False}
     else:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)) as client:
+        async with httpx.AsyncClient(
+            verify=tls_context(), timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)
+        ) as client:
             try:
                 report = await read_fleet(client, ctx.fleet_query)
             except WizardError as exc:

@@ -19,6 +19,7 @@ an encoded body (gzip) is decoded by httpx itself.
 from __future__ import annotations
 
 import contextlib
+import functools
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -35,6 +36,15 @@ from wizard.probes.protocol_backend import ProtocolBackend, ProtocolStream
 READ_NUM_BYTES = 64 * 1024
 MAX_INCOMPLETE_EVENT_SIZE = 100 * 1024
 DEFAULT_PORTS = {b"http": 80, b"https": 443}
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context for every client of the process, made as httpx makes its own (certifi's
+    bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``): each one built reads the CA bundle again,
+    ~17 ms, and a round built two."""
+    return httpx.create_ssl_context()
+
 
 Origin = tuple[bytes, bytes, int]
 Trace = Callable[[str, dict[str, Any]], Awaitable[None]]

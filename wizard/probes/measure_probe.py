@@ -25,6 +25,7 @@ from wizard.contention import timings_doubtful
 from wizard.errors import WizardError
 from wizard.measure import MeasurementSpec
 from wizard.probes.endpoints import served_model
+from wizard.probes.lean_http import tls_context
 from wizard.probes.load import Progress, run_load, sample_values
 from wizard.probes.metrics import MetricsSnapshot, delta, scrape
 from wizard.probes.runner import report_progress
@@ -80,7 +81,9 @@ async def probe(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Measure one round and return its facts (the values too, so rounds can be compared later)."""
     settings = {**DEFAULTS, **params}
     url = ctx.url_for(settings["path"])
-    async with httpx.AsyncClient(timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)) as client:
+    async with httpx.AsyncClient(
+        verify=tls_context(), timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)
+    ) as client:
         model = ctx.model or await served_model(client, ctx.target, ctx.headers)
         request = request_spec(ctx, settings, model)
         watcher = _ServerWatch(client, ctx.target)

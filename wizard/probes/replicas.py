@@ -23,6 +23,7 @@ from wizard import measure
 from wizard.errors import WizardError
 from wizard.probes import measure_probe, replica_judgement, replica_sources
 from wizard.probes.endpoints import served_model
+from wizard.probes.lean_http import tls_context
 from wizard.probes.metrics import scrape
 from wizard.words import say, texts
 
@@ -37,7 +38,9 @@ async def measure_replicas(
     """Measure every replica and the balancer's path (``balancer`` None: the replicas only)."""
     settings = {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}}
     round_params = {**settings, "path": "direct", "endpoint": "completions"}
-    async with httpx.AsyncClient(timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)) as client:
+    async with httpx.AsyncClient(
+        verify=tls_context(), timeout=httpx.Timeout(ctx.timeout_s, connect=10.0)
+    ) as client:
         model = ctx.model or await served_model(client, found.urls[0], ctx.headers)
         # Two passes, the second in reverse order (A B C, C B A): a drift of the machine's load
         # over the step weighs on every replica alike once both rounds are pooled, and each
