@@ -96,15 +96,28 @@ class DemoStack:
         """The simulated GPU host's files (lscpu, nvidia-smi topo -m, GPU list, env)."""
         return self.workdir / "host"
 
+    def launch(self) -> DemoStack:
+        """Start the simulator's process and return at once: it boots (its simulated weights
+        and graphs) while the caller loads the walk; ``start`` waits for it."""
+        if self.sim is None:
+            self._launch_sim()
+        return self
+
     def start(self) -> DemoStack:
-        """Start the simulator (and nginx); raise WizardError if either fails."""
-        self._start_sim()
+        """Start the simulator (unless launched) and nginx, and wait until both answer; raise
+        WizardError if either fails."""
+        self.launch()
+        self._await_sim()
         if self.with_nginx:
             # Its access log writes each hop's time: the summary's first-token waterfall.
             self.nginx = Nginx(self.sim_url, timing_log=True).start()
         return self
 
     def _start_sim(self) -> None:
+        self._launch_sim()
+        self._await_sim()
+
+    def _launch_sim(self) -> None:
         command = [sys.executable, "-m", "wizard", "sim", "--port", str(self.port), "--quiet",
                    "--scenario", self.scenario, "--log-file", str(self.sim_log),
                    "--host-evidence", str(self.host_evidence), "--http", SIM_HTTP]  # fmt: skip
@@ -120,7 +133,9 @@ class DemoStack:
         self.sim = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        assert self.sim.stdout is not None
+
+    def _await_sim(self) -> None:
+        assert self.sim is not None and self.sim.stdout is not None
         line = self.sim.stdout.readline()
         if not re.search(r"listening on", line):
             error = self.sim.stderr.read().strip() if self.sim.stderr else ""
@@ -161,6 +176,8 @@ class DemoStack:
         """Stop everything this stack started and remove its temporary folders (the simulator's
         log, the GPU host's files, nginx's prefix), unless asked to keep them: those it kept."""
         kept = [self.workdir]
+        if self.sim is not None and self.sim.poll() is None:
+            self.sim.terminate()  # it shuts down while nginx does; _stop_sim waits for it
         if self.nginx is not None:
             kept.append(self.nginx.prefix)
             self.nginx.stop(keep_prefix=keep_files)
