@@ -203,3 +203,23 @@ def test_every_evidence_is_worded_in_chinese(code: str) -> None:
         template = getattr(finding, name)
         if template and "zh" not in template:
             assert QUOTED_ONLY.fullmatch(template["en"]), (code, name, template["en"])
+
+
+def test_a_clause_whose_every_figure_is_unknown_is_left_out() -> None:
+    """With the server's stats off, LAT013's evidence read "up to ? requests waiting; ? of the
+    engine's TTFT spent in its queue (? ms on average); TTFT p50 34.5 ms ..."."""
+    from wizard.engine import render_evidence
+
+    facts = {"loaded": {"server": {"available": False},
+                        "steady": {"ttft_p50": 134.5, "tpot_p50": 11.4}},
+             "direct": {"steady": {"ttft_p50": 25.5, "tpot_p50": 11.4}}}  # fmt: skip
+    finding = BOOK.findings["LAT013"]
+    assert render_evidence(finding.evidence["en"], facts, {}) == (
+        "TTFT p50 134.5 ms (baseline 25.5 ms), TPOT p50 11.4 ms (baseline 11.4 ms)"
+    )
+    zh = render_evidence(finding.evidence["zh"], facts, {}, "zh")
+    assert "?" not in zh and zh.startswith("TTFT p50 134.5 ms"), zh
+    # A clause with one figure known keeps its unknown one; a text of unknowns only is said whole.
+    assert render_evidence("a {x.y} of {x.z}; b {x.w}", {"x": {"y": 1}}, {}) == "a 1 of ?"
+    assert render_evidence("b {x.w}; c {x.v}", {}, {}) == "b ?; c ?"
+    assert render_evidence("a {x.y}；b {x.w}", {"x": {"y": 1}}, {}, "zh") == "a 1"

@@ -9,6 +9,7 @@ by ``restore``, which is how ``resume`` continues a killed session.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -69,10 +70,15 @@ def note(session: Session, node_id: str, key: str, **values: Any) -> None:
     session.record("note", node_id, {"text": said["en"], "texts": said})
 
 
+# Where an evidence text's clauses part: "; " in English, "；" in Chinese.
+CLAUSE_BREAK = re.compile(r"(;\s+|；)")
+
+
 def render_evidence(
     template: str, facts: dict[str, Any], answers: dict[str, Any], lang: str = "en"
 ) -> str:
-    """Fill ``{a.b.c}`` (facts) and ``{answers.x}`` placeholders; unknown values show as '?'.
+    """Fill ``{a.b.c}`` (facts) and ``{answers.x}`` placeholders; unknown values show as '?',
+    and a clause (between "; " or "；") whose every placeholder is unknown is left out.
 
     ``{a.b.c:%}`` shows a fraction as a percentage, as the summary writes it (a KV peak of
     0.0011 reads "0.1 %", not "0.0011"). A text a probe records in English quotes in ``lang``
@@ -99,12 +105,27 @@ def render_evidence(
             return f"{found:.1f}" if abs(found) >= 10 else f"{found:.3g}"
         return str(found)
 
-    out, rest = [], template
-    while "{" in rest and "}" in rest.split("{", 1)[1]:
-        head, tail = rest.split("{", 1)
-        path, rest = tail.split("}", 1)
-        out.append(head + value(path))
-    return "".join(out) + rest
+    def filled(text: str) -> tuple[str, bool]:
+        """The text filled in, and whether it names figures that are all unknown."""
+        out, rest, known, named = [], text, False, False
+        while "{" in rest and "}" in rest.split("{", 1)[1]:
+            head, tail = rest.split("{", 1)
+            path, rest = tail.split("}", 1)
+            shown = value(path)
+            named, known = True, known or shown != "?"
+            out.append(head + shown)
+        return "".join(out) + rest, named and not known
+
+    # A clause whose every figure is unknown says nothing ("up to ? requests waiting" from a
+    # server with its stats off): it is left out, unless nothing else would be left.
+    parts = CLAUSE_BREAK.split(template)
+    kept = []
+    for clause, separator in zip(parts[::2], [*parts[1::2], ""], strict=True):
+        text, unknown = filled(clause)
+        if not unknown:
+            kept.append(text + separator)
+    said = "".join(kept).rstrip().removesuffix(";").removesuffix("；")
+    return said if said else filled(template)[0]
 
 
 def _said_in(lang: str, facts: dict[str, Any], path: str) -> str | None:
