@@ -1,4 +1,5 @@
-"""A loopback listener that keeps every request's headers: where a request (and a key) went."""
+"""A loopback listener that keeps every request's headers: where a request (and a key) went; and
+answers each with one fixed response (a 404 by default)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ from typing import Any
 class Recorder(ThreadingHTTPServer):
     """A loopback listener that keeps every request's headers (the forger's host)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, status: int = 404, body: bytes = b'{"error": "not here"}',
+        content_type: str = "application/json",
+    ) -> None:  # fmt: skip
         self.seen: list[dict[str, str]] = []
+        self.answer = (status, body, content_type)
         super().__init__(("127.0.0.1", 0), _Handler)
 
     @property
@@ -23,8 +28,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self) -> None:
         self.server.seen.append(dict(self.headers.items()))
-        body = b'{"error": "not here"}'
-        self.send_response(404)
+        status, body, content_type = self.server.answer
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)

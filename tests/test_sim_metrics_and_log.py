@@ -426,29 +426,18 @@ def test_a_scrape_parses_off_the_loop_that_times_the_streams() -> None:
     token arriving meanwhile was stamped late. Here an exposition that takes the parser about a
     second: the loop still wakes within half a second (before: not for the whole parse)."""
     import asyncio
-    import http.server
     import threading
 
+    from tests.recorder import Recorder
     from wizard.probes.metrics import scrape
 
     lines = [f'vllm:num_requests_running{{engine="0",model_name="m",n="{i}"}} 1'
              for i in range(40_000)]  # fmt: skip
     body = ("# TYPE vllm:num_requests_running gauge\n" + "\n".join(lines) + "\n").encode()
 
-    class Exposition(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Exposition)
+    server = Recorder(200, body, "text/plain; version=0.0.4")
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
+    url = server.url
 
     async def scraped_beside_a_ticker() -> tuple[float, float, float | None]:
         gaps: list[float] = []
