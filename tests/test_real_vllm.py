@@ -58,6 +58,54 @@ def causes(loaded: transcript.Transcript) -> set[str]:
     return {f["cause"] for f in findings(loaded)}
 
 
+def story(loaded: transcript.Transcript) -> str:
+    """What a failed cause assertion shows: each round's figures, the noise, what was left
+    inconclusive and why, the notes, and the end (a real server's walk is not re-run at will)."""
+    lines = []
+    for event in loaded.events:
+        kind, data = event["type"], event.get("data", {})
+        if kind == "measurement":
+            steady = data["steady"]
+            lines.append(
+                f"{data['as']}: TTFT p50 {steady.get('ttft_p50')} p99 {steady.get('ttft_p99')}, "
+                f"TPOT p50 {steady.get('tpot_p50')}, client lag {data['client_lag_max_ms']:.1f} ms"
+                f"{' (contended)' if data['client_contended'] else ''}"
+            )
+        elif kind == "probe_result" and isinstance(data.get("facts", {}).get("server"), dict):
+            server = data["facts"]["server"]
+            lines.append(f"  {data['as']} engine TTFT mean {server.get('server_ttft_mean_ms')}")
+        elif kind in ("noise", "inconclusive", "end"):
+            lines.append(f"{kind}: {json.dumps(data)[:600]}")
+        elif kind == "note":
+            lines.append(f"note: {data['text']}")
+    return "\n".join(lines)
+
+
+# A walk on a machine too busy to hold its baseline still says so: the rules that its unstable
+# A/A pair could flip are inconclusive. A test that needs the rule judged walks again then, at
+# most this many times in all (CI's shared machines had such minutes: one walk's TTFT A/A moved
+# +489 % with both cores taken).
+JUDGED_WALKS = 3
+
+
+def unstable_rounds(loaded: transcript.Transcript) -> set[str]:
+    """The baseline rounds the walk found unstable (their A/A pair disagreed twice)."""
+    noise = [e["data"] for e in loaded.events if e["type"] == "noise"]
+    return {n["rounds"][0] for n in noise[-1:] if n.get("unstable")}
+
+
+def walk_until_judged(tmp_path: Path, server: RealVllm, code: str) -> transcript.Transcript:
+    """A walk in which ``code`` was judged. A walk that left it inconclusive for any reason but
+    an unstable baseline (or left it out without a word) is returned as it is, to fail."""
+    for _ in range(JUDGED_WALKS):
+        loaded = walk(tmp_path, server)
+        unjudged = [e["data"] for e in loaded.events
+                    if e["type"] == "inconclusive" and e["data"]["code"] == code]  # fmt: skip
+        if not unjudged or not set(unjudged[0]["rounds"]) <= unstable_rounds(loaded):
+            return loaded
+    return loaded
+
+
 def warnings_and_failures(loaded: transcript.Transcript) -> list[tuple[str, str, str]]:
     """Every finding above info: code, severity and evidence (what a failed assertion shows)."""
     return [(f["code"], f["severity"], f["evidence"]) for f in findings(loaded)
@@ -166,7 +214,7 @@ def test_healthy_real_server_has_no_cause(real_vllm: RealVllm, tmp_path: Path) -
 @pytest.mark.real_vllm("seqs1")
 def test_one_sequence_under_eight_streams_is_queueing(real_vllm: RealVllm, tmp_path: Path) -> None:
     loaded = walk(tmp_path, real_vllm)
-    assert "queue_saturation" in causes(loaded)
+    assert "queue_saturation" in causes(loaded), story(loaded)
     assert "kv_cache_preemption" not in causes(loaded)
     change = change_of(loaded, "LAT013")
     assert change["parameter"] == "max_num_seqs" and change["before"] == 1
@@ -229,7 +277,7 @@ def test_kv_cache_override_preempts_and_the_computed_fix_stops_it(
     real_vllm: RealVllm, real_vllm_pool: RealVllmPool, tmp_path: Path
 ) -> None:
     loaded = walk(tmp_path, real_vllm)
-    assert "kv_cache_preemption" in causes(loaded)
+    assert "kv_cache_preemption" in causes(loaded), story(loaded)
     measured = round_facts(loaded, "loaded")
     assert measured["server"]["preemptions"] > 0
     assert measured["server"]["num_gpu_blocks_override"] == 17
@@ -256,7 +304,7 @@ def test_cache_too_small_to_start_gets_the_logs_estimate(
 ) -> None:
     assert not real_vllm.running
     loaded = walk(tmp_path, real_vllm)
-    assert "kv_cache_too_small_for_max_model_len" in causes(loaded)
+    assert "kv_cache_too_small_for_max_model_len" in causes(loaded), story(loaded)
     change = change_of(loaded, "LAT040")
     assert change["parameter"] == "max_model_len"
     assert change["before"] == MAX_MODEL_LEN and change["after"] == 1920  # the log's estimate
@@ -289,7 +337,7 @@ def test_a_refused_start_gets_its_own_cause_and_the_value_filled_in_starts(
 ) -> None:  # fmt: skip
     assert not real_vllm.running
     loaded = walk(tmp_path, real_vllm)
-    assert cause in causes(loaded) and "server_not_started" not in causes(loaded)
+    assert cause in causes(loaded) and "server_not_started" not in causes(loaded), story(loaded)
     change = change_of(loaded, code)
     assert change["parameter"] == "max_num_batched_tokens"
     assert change["before"] == before and change["after"] == after
@@ -318,9 +366,11 @@ def test_api_key_and_missing_chat_template(real_vllm: RealVllm, tmp_path: Path) 
     assert right["completions_ok"] is True
 
     no_key = walk(tmp_path, real_vllm)
-    assert "auth_failure" in causes(no_key)
+    assert "auth_failure" in causes(no_key), story(no_key)
     keyed = walk(tmp_path, real_vllm, env={"VLLM_API_KEY": REAL_API_KEY})
-    assert "chat_template_missing" in causes(keyed) and "auth_failure" not in causes(keyed)
+    assert "chat_template_missing" in causes(keyed) and "auth_failure" not in causes(keyed), story(
+        keyed
+    )
     for path in tmp_path.glob("walk-*.ndjson"):
         assert REAL_API_KEY not in path.read_text()
 
@@ -331,8 +381,8 @@ def test_prefix_caching_off_is_found_by_the_servers_own_word(
 ) -> None:
     """--no-enable-prefix-caching: the server's cache_config_info says so, its counters found
     nothing of the round's shared prefix, and the engine prefilled it for every request."""
-    loaded = walk(tmp_path, real_vllm)
-    assert "prefix_cache_off" in causes(loaded)
+    loaded = walk_until_judged(tmp_path, real_vllm, "LAT016")
+    assert "prefix_cache_off" in causes(loaded), story(loaded)
     prefix = round_facts(loaded, "prefix")
     assert prefix["shared_prefix_tokens"] > 0
     assert prefix["server"]["enable_prefix_caching"] is False

@@ -220,3 +220,21 @@ class RealVllm:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
+        # The engine core outlives the API server by a second or two, busy-polling a core: the
+        # next test's server (or walk) must not share the machine with it.
+        if not _group_gone(self.process.pid, within_s=30):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            _group_gone(self.process.pid, within_s=10)
+
+
+def _group_gone(group: int, within_s: float) -> bool:
+    """Whether every process of the group has exited, waiting up to ``within_s``."""
+    until = time.monotonic() + within_s
+    while time.monotonic() < until:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
