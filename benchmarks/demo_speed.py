@@ -2,7 +2,7 @@
 
     python benchmarks/demo_speed.py --runs 3            # a quiet machine
     python benchmarks/demo_speed.py --runs 3 --hog      # one core kept busy by another process
-    python benchmarks/demo_speed.py --rounds brief      # `demo --rounds brief` (default: full)
+    python benchmarks/demo_speed.py --rounds full       # `demo --rounds full` (default: the demo's own)
 
 Goal (issue: a sequential, bounded measurement engine): <= 30 s quiet, <= 60 s with one core busy.
 Each run is `latency-wizard demo --auto` (every question answered by its default); the requests
@@ -41,12 +41,18 @@ def requests_sent(path: Path) -> int:
     return sent
 
 
-def one_run(workdir: Path, number: int, rounds: str) -> tuple[float, int, int]:
+DEMO_DEFAULT = "brief (the demo's default)"
+
+
+def one_run(workdir: Path, number: int, rounds: str | None) -> tuple[float, int, int]:
     path = workdir / f"demo-{number}.ndjson"
     began = time.monotonic()
-    command = [sys.executable, "-m", "wizard", "demo", "--auto", "--rounds", rounds,
-               "--transcript", str(path)]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
+    command = [sys.executable, "-m", "wizard", "demo", "--auto", "--transcript", str(path),
+               *(["--rounds", rounds] if rounds else [])]  # fmt: skip
+    # README's command as a user runs it: no depth from the environment either.
+    env = {k: v for k, v in os.environ.items() if k != "LATENCY_WIZARD_ROUNDS"}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False,
+                            env=env)  # fmt: skip
     return time.monotonic() - began, result.returncode, requests_sent(path)
 
 
@@ -54,7 +60,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--hog", action="store_true", help="keep one core busy meanwhile")
-    parser.add_argument("--rounds", choices=["full", "brief"], default="full")
+    parser.add_argument("--rounds", choices=["full", "brief"],
+                        help="default: none given, the demo's own (brief)")  # fmt: skip
     args = parser.parse_args()
     hogger = None
     if args.hog:
@@ -69,7 +76,7 @@ def main() -> None:
                 print(f"run {number + 1}: {seconds:.1f} s, exit {code}, {sent} requests, "
                       f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
             print(f"median {statistics.median(times):.1f} s over {len(times)} runs"
-                  + (" (one core busy)" if args.hog else "") + f", --rounds {args.rounds}")  # fmt: skip
+                  + (" (one core busy)" if args.hog else "") + f", --rounds {args.rounds or DEMO_DEFAULT}")  # fmt: skip
     finally:
         if hogger is not None:
             hogger.terminate()

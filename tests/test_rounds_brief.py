@@ -122,3 +122,19 @@ def test_a_header_with_rounds_of_another_kind_is_refused_in_one_line(tmp_path: P
     assert str(refused.value).endswith("header.rounds is 'quick', not one of full, brief"), str(
         refused.value
     )
+
+
+def test_the_demo_is_brief_unless_asked_and_run_is_full(tmp_path: Path) -> None:
+    """The demo shows the answer in half a minute (brief rounds); `run` measures the playbook's
+    full rounds. Each --help says its own default."""
+    path = tmp_path / "demo.ndjson"
+    done = run_cli("demo", "--auto", "--no-nginx", "--max-requests", "1", "--transcript",
+                   str(path), rounds=None)  # fmt: skip
+    # (one request allowed: every round is skipped, and the walk ends "nothing was measured")
+    assert done.returncode == 4, done.stdout[-2000:] + done.stderr[-2000:]
+    assert transcript.load(path).header["rounds"] == "brief"
+    assert "(--rounds brief: half of each load round's requests" in done.stdout
+    flat = {name: " ".join(run_cli(name, "--help", rounds=None).stdout.split())
+            for name in ("demo", "run")}  # fmt: skip
+    assert "Default: $LATENCY_WIZARD_ROUNDS, else brief" in flat["demo"]
+    assert "Default: $LATENCY_WIZARD_ROUNDS, else full" in flat["run"]

@@ -267,10 +267,10 @@ examples:
     "run.rounds": {"en": "how much each round measures: full (the playbook's rounds) or brief (half of each load round's requests, "
                          "never below one look; LoadGen keeps the 64 queries its early stopping needs): a shorter walk with wider "
                          "noise bands and more verdicts inconclusive (the test suite's walks use it). Default: $LATENCY_WIZARD_ROUNDS, "
-                         "else full",
+                         "else {default}",
                    "zh": "每个轮次测量多少：full（playbook 中的轮次）或 brief（每个负载轮次的请求数减半，但不少于一次判断所需；"
                          "LoadGen 保留其 early stopping 所需的 64 个查询）：诊断更短，噪声带更宽，更多结论为“无法判断”（测试套件中的诊断使用它）。"
-                         "默认：$LATENCY_WIZARD_ROUNDS，否则 full"},
+                         "默认：$LATENCY_WIZARD_ROUNDS，否则 {default}"},
     "run.max_requests": {"en": "send at most N generation requests: a round that would pass the cap is skipped, and the walk says so",
                          "zh": "最多发送 N 个生成请求：会超出上限的轮次将被跳过，并说明跳过了什么"},
     "run.transcript": {"en": "where to write the transcript (default: transcripts/<time>-<target>.ndjson)",

@@ -30,7 +30,9 @@ def register(subparsers: Any, words: Words) -> None:
     demo.add_argument("--keep-files", action="store_true", help=words("demo.keep_files"))
     demo.add_argument("--deadline", type=seconds, metavar="SECONDS", help=words("run.deadline"))
     demo.add_argument("--max-requests", type=count, metavar="N", help=words("run.max_requests"))
-    rounds_argument(demo, words)
+    # The demo shows the walk's answer and its proof on a built-in server, in half a minute:
+    # brief rounds reach the same answer (benchmarks/results/demo_speed.md); `run` stays full.
+    rounds_argument(demo, words, default="brief")
     demo.set_defaults(handler=demo_command)
 
 

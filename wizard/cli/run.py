@@ -69,15 +69,17 @@ def register(subparsers: Any, words: Words) -> None:
     resume.set_defaults(handler=resume_command)
 
 
-def rounds_argument(parser: argparse.ArgumentParser, words: Words) -> None:
+def rounds_argument(parser: argparse.ArgumentParser, words: Words, default: str = "full") -> None:
     """``--rounds`` (run, demo): how much each round measures (vocabulary.ROUND_DEPTHS)."""
     from wizard.vocabulary import ROUND_DEPTHS
 
-    parser.add_argument("--rounds", choices=ROUND_DEPTHS, help=words("run.rounds"))
+    parser.add_argument("--rounds", choices=ROUND_DEPTHS, help=words("run.rounds", default=default))
+    parser.set_defaults(rounds_default=default)
 
 
 def chosen_rounds(args: argparse.Namespace) -> str:
-    """``--rounds``, else ``$LATENCY_WIZARD_ROUNDS`` (the test suite sets it), else full."""
+    """``--rounds``, else ``$LATENCY_WIZARD_ROUNDS`` (the test suite sets it), else the command's
+    own default (full for ``run``, brief for the demo)."""
     from wizard.errors import UsageError
     from wizard.vocabulary import ROUND_DEPTHS
 
@@ -86,7 +88,7 @@ def chosen_rounds(args: argparse.Namespace) -> str:
     value = os.environ.get("LATENCY_WIZARD_ROUNDS", "")
     if value and value not in ROUND_DEPTHS:
         raise UsageError.said("error.rounds_env", choices=" or ".join(ROUND_DEPTHS), value=value)
-    return value or "full"
+    return value or str(args.rounds_default)
 
 
 def workload_arguments(parser: argparse.ArgumentParser, words: Words) -> None:
