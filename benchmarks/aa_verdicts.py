@@ -30,11 +30,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import server_under_load, start_sim
-from wizard.engine import COMPARED_SEGMENTS, REPEATS_WHEN_INCONCLUSIVE
 from wizard.measure import compare_rounds, noise_bands
-from wizard.probes.endpoints import served_model
+from wizard.measure.sequential import Question
+from wizard.probes.http.endpoints import served_model
 from wizard.probes.runner import ProbeContext, run_probe
-from wizard.sequential import Question
+from wizard.walk.comparisons import COMPARED_SEGMENTS
+from wizard.walk.one_change import REPEATS_WHEN_INCONCLUSIVE
 
 ROUND = {"path": "direct", "concurrency": 4, "requests": 16, "warmup": 2, "input_tokens": 64,
          "max_tokens": 64}  # fmt: skip

@@ -41,7 +41,7 @@ REQUEST_ID = re.compile(rb'"id":\s*"([^"]+)"')
 
 
 def body(tokens: int) -> bytes:
-    from wizard.probes.stream import RequestSpec
+    from wizard.probes.http.stream import RequestSpec
 
     return json.dumps(RequestSpec(model=MODEL, input_tokens=16, max_tokens=tokens).body()).encode()
 
@@ -113,8 +113,8 @@ async def floor_pass(
 
 
 async def wizard_pass(url: str, streams: int, per_stream: int, tokens: int) -> dict[str, Any]:
-    from wizard.probes.load import run_load
-    from wizard.probes.stream import RequestSpec
+    from wizard.probes.http.load import run_load
+    from wizard.probes.http.stream import RequestSpec
 
     spec = RequestSpec(model=MODEL, input_tokens=16, max_tokens=tokens)
     result = await run_load(
@@ -145,8 +145,8 @@ def one_pass(
     """Run in a fresh process: one client's pass; writes its samples and CPU as JSON to ``out``."""
     import psutil
 
-    from wizard import aio
-    from wizard.probes import load  # noqa: F401  (imports are start-up, not the client's per-token cost)
+    from wizard.probes.http import load  # noqa: F401  (imports are start-up, not the client's per-token cost)
+    from wizard.ui import aio
 
     process = psutil.Process()
     cpu_before = sum(process.cpu_times()[:2])

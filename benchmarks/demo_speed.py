@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import _hog
-from wizard import transcript
+from wizard.record import transcript
 
 
 def requests_sent(path: Path) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import server_under_load
-from wizard import transcript
+from wizard.record import transcript
 
 
 def one_walk(url: str, workdir: Path, number: int, log: str | None) -> tuple[set[str], list[str]]:

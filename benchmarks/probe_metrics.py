@@ -20,7 +20,7 @@ import time
 import httpx
 from _common import start_sim
 
-from wizard.probes.metrics import scrape
+from wizard.probes.readers.metrics import scrape
 
 
 def cli_seconds(url: str) -> float:

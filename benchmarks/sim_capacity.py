@@ -23,8 +23,8 @@ import httpx
 from _common import start_sim
 
 from wizard.measure import percentile
-from wizard.probes.load import run_load
-from wizard.probes.stream import RequestSpec
+from wizard.probes.http.load import run_load
+from wizard.probes.http.stream import RequestSpec
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 

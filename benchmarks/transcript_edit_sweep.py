@@ -4,7 +4,7 @@ For the header and each event of ``transcripts/examples/*.ndjson``, each key pat
 levels; deduplicated by event type, probe and path across the examples) is dropped, then given
 each of a set of values of other types; the transcript is re-chained (it verifies), replayed
 event by event and exported in every format and language. A crash is a key the renderers read
-that ``wizard/event_shapes.py`` does not check. The long fuzz run finds these one per ~1,000
+that ``wizard/record/event_shapes.py`` does not check. The long fuzz run finds these one per ~1,000
 examples; this finds them all at once (about 12,000 cases, minutes). The test suite's compact
 form drops every key of the first example.
 

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from wizard.probes.vllm_log import read_text
+from wizard.probes.readers.vllm_log import read_text
 
 HEADER = (
     "(APIServer pid=9) INFO 12-02 10:00:00 [utils.py:96] non-default args: {'model': 'm'}\n"

@@ -22,7 +22,7 @@ import pytest
 
 from tests.realvllm import REAL_API_KEY, RealVllm, host_dtype, vllm_python
 from tests.recorder import Recorder
-from wizard import transcript
+from wizard.record import transcript
 
 URL_LINE = re.compile(r"listening on (http://\S+)")
 
@@ -202,7 +202,7 @@ def pytest_configure(config: pytest.Config) -> None:
     the demo outlived its 60 s). The tests stand for a user at a terminal, where SIGINT is live."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    # Transcripts are signed with a key in the user's config folder (wizard/signing.py): the
+    # Transcripts are signed with a key in the user's config folder (wizard/record/signing.py): the
     # tests and the walks they start keep theirs in a folder of their own, never the user's.
     config_home = tempfile.mkdtemp(prefix="latency-wizard-config-")
     os.environ["XDG_CONFIG_HOME"] = config_home
@@ -297,7 +297,7 @@ WALK_EXIT = {"no_cause": 0, "cause_remains": 3, "nothing_measured": 4}
 
 def assert_walk_exit(result: subprocess.CompletedProcess[str], path: Path) -> dict[str, Any]:
     """The walk completed, and its exit code says what its ``end`` event says; returns that."""
-    from wizard import transcript
+    from wizard.record import transcript
 
     assert result.returncode in WALK_EXIT.values(), result.stderr
     loaded = transcript.load(path)

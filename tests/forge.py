@@ -1,6 +1,6 @@
 """Transcripts as a forger writes them: any events, re-chained so that they verify.
 
-The hash chain (wizard/transcript.py, design §7) proves a file was not damaged by accident; anyone
+The hash chain (wizard/record/transcript.py, design §7) proves a file was not damaged by accident; anyone
 can rebuild it. These are written independently of the code under test, from the contract.
 """
 

@@ -148,7 +148,7 @@ def one_line(message: str) -> bool:
 
 def rendered(renderable: Any) -> str:
     """What the terminal would show (the CLI's own console, into a string)."""
-    from wizard.render import SafeConsole
+    from wizard.ui.render import SafeConsole
 
     screen = SafeConsole(file=io.StringIO(), width=100, highlight=False)
     screen.print(renderable)
@@ -165,11 +165,12 @@ def replay_and_export(
     import tempfile
 
     from tests.forge import write_rechained
-    from wizard import report, transcript
-    from wizard.render_events import render_event
-    from wizard.report_html import html_page
-    from wizard.report_md import markdown
-    from wizard.report_text import text
+    from wizard import report
+    from wizard.record import transcript
+    from wizard.report.html import html_page
+    from wizard.report.md import markdown
+    from wizard.report.text import text
+    from wizard.ui.render_events import render_event
 
     with tempfile.TemporaryDirectory() as tmp:
         try:

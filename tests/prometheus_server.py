@@ -19,7 +19,7 @@ import httpx
 import pytest
 import yaml
 
-from wizard.nginx_runner import free_port
+from wizard.levers.nginx_runner import free_port
 
 SCRAPE_INTERVAL_S = 1
 

@@ -27,8 +27,8 @@ import threading
 import time
 from pathlib import Path
 
-from wizard.probes.sse import SseParser
-from wizard.probes.stream import StreamSample
+from wizard.probes.http.sample import StreamSample
+from wizard.probes.http.sse import SseParser
 
 # One engine step of the tp-over-pcie simulator (~30 ms): the quota is a period's worth of CPU.
 PERIOD_S = 0.030

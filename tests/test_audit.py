@@ -6,7 +6,7 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from wizard.audit import probe
+from wizard.walk.audit import probe
 
 
 def audit(**session: Any) -> dict[str, Any]:
@@ -33,7 +33,7 @@ def test_an_audit_finding_speaks_chinese() -> None:
     """LAT091's evidence in zh is the audit's own detail in zh, no English sentence in it."""
     from tests.text_checks import english_sentences
     from wizard import playbook
-    from wizard.engine import evidence_fields
+    from wizard.walk.evidence import evidence_fields
 
     facts = audit(changes=[{"parameter": "a", "code": "LAT010", "measured": False},
                            {"parameter": "b", "code": "LAT013", "measured": False}])  # fmt: skip

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import SimProcess, wizard_command
 from tests.text_checks import english_sentences
 from wizard.cli.probe import NOTHING_MEASURED
-from wizard.nginx_runner import free_port
+from wizard.levers.nginx_runner import free_port
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -270,7 +270,7 @@ def test_the_log_hint_only_where_the_log_can_tell(tmp_path: Path) -> None:
     not resolve is the address's fault (resolved here by hand: tests never query DNS)."""
     import httpx
 
-    from wizard.probes.reach import server_down
+    from wizard.probes.http.reach import server_down
 
     result, _ = run_nowhere(tmp_path, "--auto")
     assert result.returncode == 1

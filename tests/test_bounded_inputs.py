@@ -24,7 +24,7 @@ import pytest
 from tests.conftest import wizard_command
 from tests.faultserver import fault_server
 from wizard.cli.probe import NOTHING_MEASURED
-from wizard.nginx_runner import free_port
+from wizard.levers.nginx_runner import free_port
 
 REAL_LOG = Path(__file__).parent / "fixtures" / "vllm-log" / "real-0.32-healthy.log"
 CPU_LIMIT_S = 10  # the issue's bound for every hostile input
@@ -143,8 +143,8 @@ def test_dev_zero_as_any_other_input_ends_in_one_line(tmp_path: Path, kind: str)
 
 
 def test_a_line_over_the_limit_is_skipped_with_a_note() -> None:
-    from wizard.probes import vllm_log
-    from wizard.probes.log_lines import MAX_LINE_CHARS
+    from wizard.probes.readers import vllm_log
+    from wizard.probes.readers.log_lines import MAX_LINE_CHARS
 
     lines = REAL_LOG.read_text(encoding="utf-8").splitlines(keepends=True)
     long_line = "INFO 01-01 00:00:00 Received request cmpl-1: prompt: '" + "w " * MAX_LINE_CHARS
@@ -212,7 +212,7 @@ def test_a_hostile_playbook_is_refused_in_one_line(tmp_path: Path, kind: str) ->
 
 def test_the_shipped_playbook_aliases_stay_within_the_bound() -> None:
     from wizard import playbook
-    from wizard.yamlines import MAX_ALIAS_VALUES, BoundedLoader
+    from wizard.playbook.yamlines import MAX_ALIAS_VALUES, BoundedLoader
 
     loader = BoundedLoader(Path(playbook.DEFAULT_PLAYBOOK).read_text(encoding="utf-8"))
     loader.get_single_node()

@@ -7,8 +7,8 @@ import math
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from wizard import outliers
-from wizard.bucket_quantile import quantile_bounds
+from wizard.measure import outliers
+from wizard.measure.bucket_quantile import quantile_bounds
 from wizard.sim.metrics import ITL_BUCKETS
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from wizard import playbook
-from wizard.changes import COMPUTERS, propose
+from wizard.levers.changes import COMPUTERS, propose
 
 BOOK = playbook.load()
 

@@ -23,7 +23,8 @@ import pytest
 
 from tests.conftest import URL_LINE, SimProcess, playbook_with_rule, wizard_command
 from tests.starved_client import raise_group
-from wizard import playbook, transcript
+from wizard import playbook
+from wizard.record import transcript
 
 STARVED_CLIENT = Path(__file__).with_name("starved_client.py")
 # Twice what the starved loop keeps up with (starved_client.py), and answers long enough that the
@@ -41,7 +42,7 @@ QUOTA_SCALES = (1.0, 0.75)
 
 def kept_up(client: dict[str, float]) -> bool:
     """Whether the loop kept up (its lag within LAGGING_P90_MS of its floor): not starved."""
-    from wizard.probes.load import LAGGING_P90_MS
+    from wizard.probes.http.load import LAGGING_P90_MS
 
     return client["loop_lag_p90_ms"] <= client["loop_lag_floor_ms"] + LAGGING_P90_MS
 
@@ -172,8 +173,9 @@ def test_the_wizard_lowers_its_own_concurrency_and_measures_again(
 
 
 def test_a_resumed_walk_keeps_the_lowered_concurrency(tmp_path: Path) -> None:
-    from wizard.engine import Session, restore
     from wizard.probes.runner import ProbeContext
+    from wizard.walk.resume import restore
+    from wizard.walk.session import Session
 
     path = tmp_path / "walk.ndjson"
     writer = transcript.TranscriptWriter.create(

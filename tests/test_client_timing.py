@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 from tests.conftest import SimProcess
-from wizard.probes.load import ClientHealth, run_load
-from wizard.probes.stream import RequestSpec
+from wizard.probes.http.load import ClientHealth, run_load
+from wizard.probes.http.stream import RequestSpec
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -26,7 +26,7 @@ class Watch(importlib.abc.MetaPathFinder):
         return None
 sys.meta_path.insert(0, Watch())
 import httpx
-from wizard.probes.stream import RequestSpec, measure_stream
+from wizard.probes.http.stream import RequestSpec, measure_stream
 async def main():
     async with httpx.AsyncClient() as client:
         return await measure_stream(client, sys.argv[1], RequestSpec(model=sys.argv[2], max_tokens=4))

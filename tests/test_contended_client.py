@@ -25,8 +25,10 @@ import pytest
 import yaml
 
 from tests.conftest import SimProcess, playbook_with_probes_only
-from wizard import conditions, contention, transcript
-from wizard.contention import timings_doubtful
+from wizard.measure import contention
+from wizard.measure.contention import timings_doubtful
+from wizard.playbook import conditions
+from wizard.record import transcript
 
 HOGGED = (
     "import ctypes, sys, threading, time\n"
@@ -78,7 +80,7 @@ def test_a_rule_is_unknown_only_when_it_turns_on_a_doubtful_fact() -> None:
     )
 
 
-def walk(sim: SimProcess, tmp_path: Path, *, hogged: bool) -> list[dict[str, Any]]:
+def walk(sim: SimProcess, tmp_path: Path, *cap: str, hogged: bool) -> list[dict[str, Any]]:
     book_path = playbook_with_probes_only(
         tmp_path,
         ("measure",),
@@ -92,16 +94,39 @@ def walk(sim: SimProcess, tmp_path: Path, *, hogged: bool) -> list[dict[str, Any
     book_path.write_text(yaml.safe_dump(book, allow_unicode=True), encoding="utf-8")
     answers = tmp_path / "answers.yaml"
     answers.write_text(json.dumps({"run_loadgen": False}))
-    path = tmp_path / f"walk-{hogged}.ndjson"
+    path = tmp_path / f"walk-{hogged}{'-'.join(cap)}.ndjson"
     args = ["run", "--target", sim.url, "--playbook", str(book_path), "--answers", str(answers),
-            "--transcript", str(path)]  # fmt: skip
+            "--transcript", str(path), *cap]  # fmt: skip
     command = (
         [sys.executable, "-c", HOGGED, *args] if hogged else [sys.executable, "-m", "wizard", *args]
     )
     result = subprocess.run(command, capture_output=True, text=True, timeout=600,
                             stdin=subprocess.DEVNULL)  # fmt: skip
-    assert result.returncode in (0, 3), result.stderr
+    assert result.returncode in (0, 3, 4), result.stderr
     return transcript.load(path).events
+
+
+def test_a_contended_round_is_not_measured_again_past_the_cap(
+    healthy_sim: SimProcess, tmp_path: Path
+) -> None:
+    """--max-requests holds for the contended round's repeats too (a CI walk capped at 30 sent 33:
+    its A/A repeat was measured again past the cap). The round stands, and the walk says why."""
+    planned = walk(healthy_sim, tmp_path, "--max-requests", "0", hogged=False)
+    budget = next(e["data"] for e in planned if e["type"] == "budget")
+    cap = str(budget["requests"])  # the one round, and not one request more
+    events = walk(healthy_sim, tmp_path, "--max-requests", cap, hogged=True)
+    spent = next(e["data"] for e in events if e["type"] == "end")["spent"]
+    assert spent["requests"] <= int(cap), spent
+    notes = [e["data"]["text"] for e in events if e["type"] == "note"]
+    assert any(
+        "contended in direct" in n
+        and "not measured again" in n
+        and f"would pass --max-requests {cap}" in n
+        for n in notes
+    ), notes
+    assert not any("measuring it again" in n for n in notes), notes
+    unjudged = {e["data"]["code"] for e in events if e["type"] == "inconclusive"}
+    assert "LAT042" in unjudged
 
 
 def test_a_contended_round_is_measured_again_then_called_inconclusive(
@@ -173,10 +198,12 @@ def _round(name: str, ttft: float, lag: float | None, spec: dict[str, Any]) -> d
 def test_a_contended_comparison_keeps_an_effect_larger_than_its_contention(
     tmp_path: Path, lag: float, verdict: str
 ) -> None:
-    from wizard import engine, playbook
+    from wizard import playbook
     from wizard.measure import MeasurementSpec
-    from wizard.operator import ScriptedOperator
     from wizard.probes.runner import ProbeContext
+    from wizard.walk import comparisons
+    from wizard.walk.operator import ScriptedOperator
+    from wizard.walk.session import Session
 
     book = playbook.load()
     writer = transcript.TranscriptWriter.create(
@@ -184,11 +211,11 @@ def test_a_contended_comparison_keeps_an_effect_larger_than_its_contention(
         {"playbook_id": book.id, "target": "http://x"},
         transcript.Redactor([]),
     )
-    session = engine.Session(book, ProbeContext(target="http://x"), ScriptedOperator({}), writer)
+    session = Session(book, ProbeContext(target="http://x"), ScriptedOperator({}), writer)
     spec = dataclasses.asdict(MeasurementSpec("m", "completions", 64, 64, 4, "http://x"))
     node = next(iter(book.nodes.values()))
     try:
-        engine._compare(session, node, [_round("direct", 267, lag, spec)],
+        comparisons.compare_states(session, node, [_round("direct", 267, lag, spec)],
                         [_round("direct#2", 27.6, lag, spec)], "baseline")  # fmt: skip
     finally:
         writer.close()

@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from tests.conftest import SimProcess, leftover_processes, wizard_command
-from wizard import transcript
+from wizard.record import transcript
 
 HOOK = Path(__file__).parent / "sigint_hook"
 
@@ -136,23 +136,23 @@ def test_ctrl_c_stops_the_demo_and_its_simulator(tmp_path: Path, step: str) -> N
     assert not leftover_processes(path)  # a simulator started after the signal too
 
 
-# An interrupt delivered at a chosen point (tests/sigint_hook): `wizard.aio.run`'s second call is
+# An interrupt delivered at a chosen point (tests/sigint_hook): `wizard.ui.aio.run`'s second call is
 # the walk's (the first is the preflight check), `Session` is built just before it.
 FORCED = {
     # Just after the header was written, before the writer is handed on: it used to end the
     # command without the resume hint (1 in 60 signals at the header under load 9).
-    "header written": "wizard.transcript:TranscriptWriter.create:1:plain:return",
+    "header written": "wizard.record.transcript:TranscriptWriter.create:1:plain:return",
     # Raised while the walk is being set up: it used to end the command without the resume hint.
-    "setting up": "wizard.engine:Session:1:plain",
+    "setting up": "wizard.walk.engine:Session:1:plain",
     # Dropped by CPython inside a weakref callback: the walk used to run to its end, exit 0.
-    "swallowed": "wizard.aio:run:2:weakref",
+    "swallowed": "wizard.ui.aio:run:2:weakref",
     # Raised inside exec'd code: `python -m` used to exit by SIGINT (-2), not with 130.
-    "in exec": "wizard.engine:Session:1:exec",
+    "in exec": "wizard.walk.engine:Session:1:exec",
     # Raised as the walk's event loop starts, before the walk's coroutine is awaited (the demo's
     # Ctrl-C in setting up, once in a CI rehearsal): it used to warn "coroutine 'walk' was never
     # awaited" on the way out. `interrupt.watch` is called twice per `aio.run`; the walk's is the
     # second run.
-    "walk not started": "wizard.interrupt:watch:3:plain",
+    "walk not started": "wizard.ui.interrupt:watch:3:plain",
     # Raised as uvloop sets up the walk's loop, before it awaits the wrapper that watches for
     # Ctrl-C (once in CI, in setting up): it used to warn "coroutine 'interruptible' was never
     # awaited". The first `uvloop.run` is the preflight check's, the second the walk's.

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from tests.conftest import leftover_processes, wizard_command
-from wizard import transcript
-from wizard.nginx_runner import Nginx, find_nginx
+from wizard.levers.nginx_runner import Nginx, find_nginx
+from wizard.record import transcript
 
 requires_nginx = pytest.mark.skipif(
     find_nginx() is None and not os.environ.get("WIZARD_REQUIRE_NGINX"),

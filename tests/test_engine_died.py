@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import SimProcess, assert_walk_exit, wizard_command
 from tests.test_walk import walk
-from wizard import transcript
+from wizard.record import transcript
 
 SimFactory = Callable[..., SimProcess]
 # The start's own checks and the baseline round get through; the engine dies in the A/A round.
@@ -62,10 +62,10 @@ def test_rounds_that_fail_on_a_healthy_server_are_no_death(healthy_sim: SimProce
     (a server that answers errors: a wrong model name, a key) is no dead engine."""
     from types import SimpleNamespace
 
-    from wizard import aio
-    from wizard.probes import engine_state
-    from wizard.probes.measure_probe import ALL_FAILED
+    from wizard.probes.http.measure_probe import ALL_FAILED
+    from wizard.probes.readers import engine_state
     from wizard.probes.runner import ProbeContext
+    from wizard.ui import aio
 
     facts = {
         "endpoints": {"health_status": 200},
@@ -77,7 +77,7 @@ def test_rounds_that_fail_on_a_healthy_server_are_no_death(healthy_sim: SimProce
     assert found["rounds_failed"] == ["loaded", "loadgen"] and found["health_status"] == 200
     assert found["died"] is False and found["why"] is None
     # The same rounds with /health gone: every request failing after a healthy start.
-    from wizard.nginx_runner import free_port
+    from wizard.levers.nginx_runner import free_port
 
     nobody = f"http://127.0.0.1:{free_port()}"  # a port nothing listens on
     gone = ProbeContext(target=nobody, session=SimpleNamespace(facts=facts))

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from wizard import conditions, playbook
+from wizard import playbook
+from wizard.playbook import conditions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "findings"
 BOOK = playbook.load()
@@ -63,7 +64,7 @@ def test_every_finding_has_both_kinds_of_fixture_and_a_rule() -> None:
      (7, "7"), (None, "?")],
 )  # fmt: skip
 def test_evidence_numbers_keep_their_meaningful_digits(value: Any, shown: str) -> None:
-    from wizard.engine import render_evidence
+    from wizard.walk.evidence import render_evidence
 
     assert render_evidence("x={a.b}", {"a": {"b": value}}, {}) == f"x={shown}"
 
@@ -75,7 +76,7 @@ def test_evidence_numbers_keep_their_meaningful_digits(value: Any, shown: str) -
 )  # fmt: skip
 def test_fractions_read_as_percentages(value: Any, shown: str) -> None:
     """A KV peak of 0.0011 read "peaked at 0.0011" and a full cache "peaked at 1"."""
-    from wizard.engine import render_evidence
+    from wizard.walk.evidence import render_evidence
 
     assert render_evidence("x={a.b:%}", {"a": {"b": value}}, {}) == f"x={shown}"
 
@@ -84,7 +85,7 @@ def test_fractions_read_as_percentages(value: Any, shown: str) -> None:
 
 
 def proposed(code: str, case: dict[str, Any]) -> dict[str, Any] | None:
-    from wizard.changes import propose
+    from wizard.levers.changes import propose
 
     return propose(BOOK.findings[code].change, case.get("facts") or {}, case.get("answers") or {})
 
@@ -111,7 +112,7 @@ def test_every_computed_change_moves_the_right_way_and_would_start(
 ) -> None:
     """Whatever the facts, a computed change is never a no-op, never goes against its finding's
     direction, and never names a configuration vLLM refuses to start with."""
-    from wizard.changes import refusals, server_config
+    from wizard.levers.changes import refusals, server_config
 
     template = BOOK.findings[code].change
     if template is None or "compute" not in template:
@@ -138,7 +139,7 @@ def test_every_computed_change_moves_the_right_way_and_would_start(
 
 
 def test_refusals_are_vllms_start_up_checks() -> None:
-    from wizard.changes import refusals
+    from wizard.levers.changes import refusals
 
     assert refusals(
         {"chunked_prefill": False, "max_model_len": 2048, "max_num_batched_tokens": 512}
@@ -208,7 +209,7 @@ def test_every_evidence_is_worded_in_chinese(code: str) -> None:
 def test_a_clause_whose_every_figure_is_unknown_is_left_out() -> None:
     """With the server's stats off, LAT013's evidence read "up to ? requests waiting; ? of the
     engine's TTFT spent in its queue (? ms on average); TTFT p50 34.5 ms ..."."""
-    from wizard.engine import render_evidence
+    from wizard.walk.evidence import render_evidence
 
     facts = {"loaded": {"server": {"available": False},
                         "steady": {"ttft_p50": 134.5, "tpot_p50": 11.4}},

@@ -172,7 +172,7 @@ def run_walk(fleet: Fleet, job: str, path: Path) -> subprocess.CompletedProcess[
 
 
 def test_run_walks_the_faulty_replica_and_names_it(fleet: Fleet, tmp_path: Path) -> None:
-    from wizard import transcript
+    from wizard.record import transcript
 
     path = tmp_path / "walk.ndjson"
     end = assert_walk_exit(run_walk(fleet, "faulty", path), path)
@@ -233,7 +233,7 @@ def test_a_walk_of_a_healthy_replica_keeps_the_faulty_one_as_a_cause(
     fleet: Fleet, tmp_path: Path
 ) -> None:
     """--target on a healthy replica: the faulty one Prometheus names is a cause that remains."""
-    from wizard import transcript
+    from wizard.record import transcript
 
     path = tmp_path / "walk.ndjson"
     result = walk_healthy_replica(fleet, "faulty", tmp_path, path)
@@ -277,7 +277,7 @@ def test_the_replica_run_walks_is_said_in_chinese(fleet: Fleet, tmp_path: Path) 
 
 def test_a_walk_of_a_healthy_fleet_gives_no_cause(fleet: Fleet, tmp_path: Path) -> None:
     """The healthy job: no replica differs, no fleet finding, and the walk's end says so."""
-    from wizard import transcript
+    from wizard.record import transcript
 
     path = tmp_path / "walk.ndjson"
     result = walk_healthy_replica(fleet, "healthy", tmp_path, path)
@@ -382,8 +382,8 @@ def test_a_kv_peak_that_differs_is_said_as_a_share_of_the_cache(lang: str) -> No
     fraction of the cache) was printed as 0.0705 beside a median of 0.00111."""
     from rich.console import Console
 
-    from wizard.probes.fleet_judgement import judge
-    from wizard.render import fleet_view
+    from wizard.probes.fleet.fleet_judgement import judge
+    from wizard.ui.render import fleet_view
 
     def replica(name: str, kv_peak: float) -> dict[str, Any]:
         return {"instance": name, "job": "vllm", "url": f"http://{name}", "requests": 40.0,

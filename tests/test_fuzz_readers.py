@@ -53,7 +53,7 @@ LOG_TOKENS = (
 @given(mutated(LOGS, LOG_TOKENS))
 def test_vllm_log(text: str) -> None:
     from wizard.cli.probe import _vllm_log_summary
-    from wizard.probes.vllm_log import read_lines, walk_facts
+    from wizard.probes.readers.vllm_log import read_lines, walk_facts
 
     report = read_lines(text.splitlines(keepends=True))
     printable_json(report, len(text))
@@ -76,7 +76,7 @@ SCAN_TOKENS = (
 def test_vllm_log_blocks_read_as_lines(text: str, block_chars: int) -> None:
     import io
 
-    from wizard.probes import vllm_log
+    from wizard.probes.readers import vllm_log
 
     by_lines = vllm_log.read_lines(io.StringIO(text))
     assert vllm_log.read_text(io.StringIO(text), block_chars) == by_lines
@@ -96,7 +96,7 @@ METRIC_TOKENS = (
 @FUZZ
 @given(mutated(METRICS, METRIC_TOKENS))
 def test_metrics(text: str) -> None:
-    from wizard.probes.metrics import delta, parse
+    from wizard.probes.readers.metrics import delta, parse
 
     try:
         snapshot = parse(text)
@@ -120,8 +120,8 @@ NGINX_TOKENS = (
 
 
 def _analysed(source: Path, size: int) -> None:
-    from wizard.probes.nginx_config import analyse
-    from wizard.render import nginx_config_view
+    from wizard.probes.readers.nginx_config import analyse
+    from wizard.ui.render import nginx_config_view
 
     try:
         report = analyse(source, worst_gap_ms=250.0)
@@ -164,7 +164,7 @@ TOPOLOGY_TOKENS = ("GPU0", "GPU1", "GPU7", "NIC0", "X", "NV12", "SYS", "PIX", "O
 @FUZZ
 @given(mutated(TOPOLOGIES, TOPOLOGY_TOKENS), st.sampled_from([None, "", "0,1", "GPU-1", "7,x"]))
 def test_topology(text: str, visible: str | None) -> None:
-    from wizard.probes.topology import interconnect, parse_topology
+    from wizard.probes.readers.topology import interconnect, parse_topology
 
     topology = parse_topology(text)
     topology["interconnect"] = interconnect(topology, visible)
@@ -183,7 +183,7 @@ HOST_TOKENS = ("CPU(s):", "Core(s) per socket:", "Socket(s):", "GPU 0: ", " (UUI
 @FUZZ
 @given(st.lists(mutated(HOST, HOST_TOKENS), min_size=0, max_size=4))
 def test_host_evidence(texts: list[str]) -> None:
-    from wizard.probes.host import gather
+    from wizard.probes.readers.host import gather
 
     with tempfile.TemporaryDirectory() as tmp:
         for i, text in enumerate(texts):
@@ -221,7 +221,7 @@ VALUES = st.recursive(
 
 
 def _scripted(raw: bytes) -> None:
-    from wizard.operator import ScriptedOperator
+    from wizard.walk.operator import ScriptedOperator
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "answers.yaml"
@@ -278,8 +278,14 @@ SSE_TOKENS = ("data: ", "data:", "\n\n", "\r\n", ": ping\n\n", "[DONE]", '"usage
 def test_sse_events_split_anywhere(
     raw: bytes, cuts: list[int], max_tokens: int, deadline_s: float | None
 ) -> None:
-    from wizard.probes.sse import OversizedEventError, OversizedStreamError, SseParser, event_limit
-    from wizard.probes.stream import StreamSample, stream_report
+    from wizard.probes.http.sample import StreamSample
+    from wizard.probes.http.sse import (
+        OversizedEventError,
+        OversizedStreamError,
+        SseParser,
+        event_limit,
+    )
+    from wizard.probes.http.stream import stream_report
 
     sample = StreamSample(send_ns=0)
     parser = SseParser(sample, max_tokens=max_tokens, deadline_s=deadline_s)
@@ -333,7 +339,7 @@ TRANSCRIPTS = [
 @given(mutated_bytes(TRANSCRIPTS, ('"seq": ', '"prev": "', '"type": "', '"data": ', "null")),
        st.booleans())  # fmt: skip
 def test_transcript_raw(raw: bytes, salvage: bool) -> None:
-    from wizard import transcript
+    from wizard.record import transcript
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "t.ndjson"

@@ -127,7 +127,7 @@ def _forged(tmp_path: Path) -> Path:
 def test_replay_and_export_of_a_forged_transcript_say_what_they_cannot_show(
     tmp_path: Path,
 ) -> None:
-    # Before wizard/event_shapes.py: replay ended in KeyError 'covers' (render_events), export too.
+    # Before wizard/record/event_shapes.py: replay ended in KeyError 'covers' (render_events), export too.
     from tests.conftest import wizard_command
 
     path = _forged(tmp_path)
@@ -174,7 +174,7 @@ def test_replay_and_export_of_a_forged_transcript_say_what_they_cannot_show(
     ],
 )  # fmt: skip
 def test_an_event_that_does_not_fit_is_one_line(event: dict[str, Any], note: str) -> None:
-    from wizard.render_events import render_event
+    from wizard.ui.render_events import render_event
 
     shown = rendered(render_event({"seq": 9, "t": "x", "node": None, **event}, replay=True))
     assert shown.strip() == f"event 9 ({event['type']}) not shown: {note}"
@@ -196,7 +196,8 @@ def test_a_header_that_does_not_fit_is_refused_in_one_line(tmp_path: Path) -> No
 
 def test_a_finding_of_no_known_severity_is_left_out_of_the_summary(tmp_path: Path) -> None:
     # The long fuzz run (seed 3012): an edited finding's severity "" ended export in KeyError.
-    from wizard import report, transcript
+    from wizard import report
+    from wizard.record import transcript
 
     header, events = copy.deepcopy(SEEDS[0])
     finding = next(e for e in events if e["type"] == "finding")

@@ -11,8 +11,8 @@ import psutil
 import pytest
 
 from tests.conftest import wizard_command
-from wizard.probes.host import gather, parse_gpu_list, parse_lscpu
-from wizard.probes.topology import interconnect, parse_topology
+from wizard.probes.readers.host import gather, parse_gpu_list, parse_lscpu
+from wizard.probes.readers.topology import interconnect, parse_topology
 
 FIXTURES = Path(__file__).parent / "fixtures" / "host"
 
@@ -213,7 +213,7 @@ def test_this_machine_speaks_for_the_server_only_when_vllm_runs_here(
 ) -> None:
     import asyncio
 
-    from wizard.probes.host import probe as host_probe
+    from wizard.probes.readers.host import probe as host_probe
     from wizard.probes.runner import ProbeContext
 
     tool = tmp_path / "nvidia-smi"  # this machine has 4 PCIe GPUs

@@ -13,8 +13,8 @@ import pytest
 
 from tests.forge import write_rechained
 from wizard.errors import WizardError
-from wizard.probes import host, metrics, nginx_config, vllm_log
-from wizard.render import nginx_config_view
+from wizard.probes.readers import host, metrics, nginx_config, vllm_log
+from wizard.ui.render import nginx_config_view
 
 # A quadratic pattern over this many digits takes minutes; a linear one, milliseconds.
 LONG_DIGITS = "7" * 200_000
@@ -219,7 +219,7 @@ def test_nginx_timeout_that_does_not_parse_is_shown_as_unknown(tmp_path: Path) -
 def test_transcripts_that_verify_but_are_not_ours_end_with_one_line(
     tmp_path: Path, header: dict[str, object], event: dict[str, object] | None, message: str
 ) -> None:
-    from wizard import transcript
+    from wizard.record import transcript
 
     path = write_rechained(tmp_path / "t.ndjson", header, [event] if event else [])
     with pytest.raises(transcript.TranscriptError, match=message):
@@ -227,7 +227,7 @@ def test_transcripts_that_verify_but_are_not_ours_end_with_one_line(
 
 
 def test_a_transcript_nested_too_deep_is_damaged_not_a_recursion_error(tmp_path: Path) -> None:
-    from wizard import transcript
+    from wizard.record import transcript
 
     path = tmp_path / "t.ndjson"
     path.write_text(
@@ -238,8 +238,8 @@ def test_a_transcript_nested_too_deep_is_damaged_not_a_recursion_error(tmp_path:
 
 
 def test_pasted_manifests_and_commands_cannot_blow_up() -> None:
-    from wizard.probes.vllm_args import flow_list
-    from wizard.probes.vllm_log import read_lines
+    from wizard.probes.readers.vllm_args import flow_list
+    from wizard.probes.readers.vllm_log import read_lines
 
     # YAML aliases in an inline list are text, never expanded (a loader would build 2^30 items).
     bomb = "[" + ", ".join(f"&a{i} [*a{i - 1}, *a{i - 1}]" for i in range(1, 31)) + "]"

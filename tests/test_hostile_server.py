@@ -18,8 +18,9 @@ import pytest
 from tests.conftest import assert_walk_exit, wizard_command
 from tests.faultserver import CYCLE, MODES, TRICKLES, fault_server, text_chunk
 from wizard.cli.probe import NOTHING_MEASURED
-from wizard.probes.bounded import DEADLINE_READ_TIMEOUTS
-from wizard.probes.stream import RequestSpec, StreamSample, measure_stream
+from wizard.probes.http.bounded import DEADLINE_READ_TIMEOUTS
+from wizard.probes.http.sample import StreamSample
+from wizard.probes.http.stream import RequestSpec, measure_stream
 
 READ_TIMEOUT_S = 0.5  # above the fault server's 0.2 s between bytes: only the deadline can end it
 
@@ -86,7 +87,7 @@ def test_a_response_with_events_that_are_no_completion_chunk_is_a_failed_request
 def test_the_other_sse_fields_are_no_malformed_event() -> None:
     # id:, event: and retry: are SSE fields a gateway may add; failing the request on them would
     # fail every request through it.
-    from wizard.probes.sse import SseParser
+    from wizard.probes.http.sse import SseParser
 
     sample = StreamSample(send_ns=0)
     parser = SseParser(sample, max_tokens=4)
@@ -219,7 +220,7 @@ def test_probe_endpoints_records_every_mode(faults: str, mode: str) -> None:
 
 
 def test_an_unreachable_server_is_shown_with_the_reason() -> None:
-    from wizard.render_events import render_event
+    from wizard.ui.render_events import render_event
 
     facts = {
         "reachable": False,

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SimProcess, assert_walk_exit, start_sim, wizard_command
-from wizard import transcript
-from wizard.nginx_runner import free_port
+from wizard.levers.nginx_runner import free_port
+from wizard.record import transcript
 
 CANARY = "canary-url-key-7d41"
 # An OSC title, a screen clear, an 8-bit CSI, a carriage return, and markup for two parsers.

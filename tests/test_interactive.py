@@ -17,8 +17,8 @@ import pytest
 
 from tests.conftest import SimProcess, wizard_command
 from tests.text_checks import english_sentences, plain_text, raw_values
-from wizard import transcript
-from wizard.nginx_runner import find_nginx
+from wizard.levers.nginx_runner import find_nginx
+from wizard.record import transcript
 
 CLEAR = "\x15"  # Ctrl-U: the prompt is pre-filled with the default
 
@@ -130,7 +130,7 @@ def test_prompts_ctrl_c_and_resume(healthy_sim: SimProcess, tmp_path: Path) -> N
 def test_a_server_fixed_after_a_failed_start_is_measured(tmp_path: Path) -> None:
     """The log explains the failed start; the engineer fixes it, restarts vLLM, and the walk goes on."""
     from tests.conftest import refused_start, start_sim
-    from wizard.nginx_runner import free_port
+    from wizard.levers.nginx_runner import free_port
 
     port, log = free_port(), tmp_path / "vllm.log"
     refused_start(port, log, "--scenario", "chunked-prefill-off-bad-budget")
@@ -273,7 +273,7 @@ def test_a_refused_typed_answer_is_said_in_the_walks_language(tmp_path: Path) ->
     script = tmp_path / "ask.py"
     script.write_text(
         "import asyncio\n"
-        "from wizard.operator import InteractiveOperator\n"
+        "from wizard.walk.operator import InteractiveOperator\n"
         "from wizard.playbook import Question\n"
         "q = Question('gpus', 'number', {'en': 'How many GPUs?', 'zh': '几张 GPU？'})\n"
         "print('ANSWER', asyncio.run(InteractiveOperator().ask(q, 1, 'zh')))\n"

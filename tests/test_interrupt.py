@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from wizard import aio, interrupt
 from wizard.probes import registry
 from wizard.probes.runner import ProbeContext, run_probe
+from wizard.ui import aio, interrupt
 
 # The walk's task, as the Ctrl-C handler of asyncio's runner sees it.
 WALK: list[asyncio.Task[Any]] = []
@@ -42,7 +42,7 @@ def test_a_ctrl_c_as_a_probe_finishes_still_stops_the_walk(monkeypatch: pytest.M
     assert steps == []
 
 
-# wizard.interrupt and aio.run with a real SIGINT in this process: the walk's coroutine is
+# wizard.ui.interrupt and aio.run with a real SIGINT in this process: the walk's coroutine is
 # cancelled, and the Ctrl-C comes out as KeyboardInterrupt even where the first one was lost.
 
 

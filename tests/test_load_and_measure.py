@@ -31,9 +31,9 @@ from wizard.measure import (
     noise_bands,
     percentile,
 )
-from wizard.probes.load import ClientHealth, LoadResult, run_load
-from wizard.probes.measure_probe import budget_estimate
-from wizard.probes.stream import RequestSpec
+from wizard.probes.http.load import ClientHealth, LoadResult, run_load
+from wizard.probes.http.measure_probe import budget_estimate
+from wizard.probes.http.stream import RequestSpec
 
 SimFactory = Callable[..., SimProcess]
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -343,9 +343,9 @@ def test_probe_load_usage_errors(args: list[str], message: str) -> None:
 def test_a_round_keeps_the_engines_own_mean_gap(sim_factory: SimFactory) -> None:
     """The burst guard's scale (the stream's pace by the engine, not by a client that may be
     starved) is a fact of the round; with the server's stats off there is none to keep."""
-    from wizard import aio
-    from wizard.probes import measure_probe
+    from wizard.probes.http import measure_probe
     from wizard.probes.runner import ProbeContext
+    from wizard.ui import aio
 
     params = {"concurrency": 2, "requests": 4, "warmup": 0, "input_tokens": 16, "max_tokens": 8}
     with_stats = aio.run(measure_probe.probe(ProbeContext(target=sim_factory().url), params))

@@ -16,8 +16,8 @@ import pexpect
 import pytest
 
 from tests.conftest import SimProcess, wizard_command
-from wizard import transcript
-from wizard.budget import ENTRY_PINGS
+from wizard.record import transcript
+from wizard.walk.budget import ENTRY_PINGS
 
 FINISHED = re.compile(r"^vllm:request_success_total\{[^}]*\} (\S+)$", re.MULTILINE)
 
@@ -154,7 +154,7 @@ def test_the_replicas_round_is_priced_per_round_it_sends(
     """The replicas probe measures every replica twice (A B C, C B A) and once through the
     balancer: with two replicas listed that is five rounds, and the budget prices five (it priced
     one). --max-requests 0 plans without sending a round."""
-    from wizard import budget
+    from wizard.walk import budget
 
     alone = tmp_path / "alone.ndjson"
     listed = tmp_path / "listed.ndjson"

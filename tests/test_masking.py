@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SimProcess, wizard_command
-from wizard import transcript
 from wizard.auth import mask
+from wizard.record import transcript
 
 SimFactory = Callable[..., SimProcess]
 PLAYBOOK_TEXT = "`Authorization: Bearer <key>` on /v1 paths"

@@ -14,7 +14,7 @@ import yaml
 
 from tests.conftest import wizard_command
 from wizard.errors import WizardError
-from wizard.probes.metrics import parse
+from wizard.probes.readers.metrics import parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "metrics"
 EXPECTED: dict[str, dict[str, Any]] = yaml.safe_load((FIXTURES / "expected.yaml").read_text())
@@ -77,7 +77,7 @@ def itl_text(counts: dict[str, int], name: str = "vllm:inter_token_latency_secon
 def test_a_windows_median_gap_is_the_bucket_that_holds_it() -> None:
     """Between two scrapes the engine's median gap moved from (10, 25] ms to (25, 50] ms: the
     window's own counts say so, whatever the server's lifetime counts held before."""
-    from wizard.probes.metrics import MetricsSnapshot, delta
+    from wizard.probes.readers.metrics import MetricsSnapshot, delta
 
     before = parse(itl_text({"0.01": 5, "0.025": 900, "0.05": 910, "0.075": 910, "+Inf": 910}))
     after = parse(itl_text({"0.01": 5, "0.025": 950, "0.05": 1500, "0.075": 1510, "+Inf": 1510}))

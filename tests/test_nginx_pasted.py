@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wizard_command
-from wizard.probes.nginx_config import analyse
+from wizard.probes.readers.nginx_config import analyse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nginx"
 

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import SimProcess, wizard_command
-from wizard import aio
 from wizard.errors import WizardError
-from wizard.nginx_runner import Nginx, find_nginx
-from wizard.probes.nginx_config import ConfigSyntaxError, analyse
-from wizard.probes.proxy_compare import compare_paths
-from wizard.probes.stream import RequestSpec
+from wizard.levers.nginx_runner import Nginx, find_nginx
+from wizard.probes.http.proxy_compare import compare_paths
+from wizard.probes.http.stream import RequestSpec
+from wizard.probes.readers.nginx_config import ConfigSyntaxError, analyse
+from wizard.ui import aio
 
 SimFactory = Callable[..., SimProcess]
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -73,7 +73,7 @@ def test_finding_fixtures(tmp_path: Path, code: str) -> None:
 
 
 def test_every_static_finding_has_both_fixtures() -> None:
-    from wizard.probes import nginx_config
+    from wizard.probes.readers import nginx_config
 
     source = Path(nginx_config.__file__).read_text()
     emitted = {

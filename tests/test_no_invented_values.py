@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from wizard import playbook
-from wizard.changes import propose
-from wizard.vllm_defaults import configured_max_num_seqs
+from wizard.levers.changes import propose
+from wizard.levers.vllm_defaults import configured_max_num_seqs
 
 BOOK = playbook.load()
 

@@ -13,10 +13,13 @@ from typing import Any
 import pytest
 
 from tests.conftest import start_sim
-from wizard import aio, playbook, transcript
-from wizard.engine import Session, walk
-from wizard.operator import Decision, ScriptedOperator
+from wizard import playbook
 from wizard.probes.runner import ProbeContext
+from wizard.record import transcript
+from wizard.ui import aio
+from wizard.walk.engine import walk
+from wizard.walk.operator import Decision, ScriptedOperator
+from wizard.walk.session import Session
 
 
 class RestartingApplier:
@@ -96,7 +99,7 @@ def test_what_vllm_derives_from_the_declared_change_is_no_second_change() -> Non
     """Chunked prefill on moves an unset budget with it (vLLM derives max_num_batched_tokens from
     it), CUDA graphs on move the KV blocks: consequences, not undeclared changes. The same budget
     move without chunked prefill changing is one."""
-    from wizard import config_check
+    from wizard.levers import config_check
 
     before = config_check.reported(
         {}, {"chunked_prefill": False, "max_num_batched_tokens": None, "enforce_eager": True}

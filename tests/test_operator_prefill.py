@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from wizard import playbook
-from wizard.operator import ScriptedOperator
+from wizard.walk.operator import ScriptedOperator
 
 
 def test_an_answers_file_without_the_value_before_takes_the_evidence(tmp_path: Path) -> None:

@@ -13,9 +13,10 @@ import pytest
 import yaml
 
 from tests.conftest import wizard_command
-from wizard import conditions, playbook
+from wizard import playbook
 from wizard.cli.playbook_cmd import findings_markdown, render_graph
-from wizard.vocabulary import PROCEDURE_ITEMS
+from wizard.playbook import conditions
+from wizard.playbook.vocabulary import PROCEDURE_ITEMS
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = {"en": "x", "zh": "x"}
@@ -382,7 +383,9 @@ def test_every_threshold_says_where_it_comes_from() -> None:
 
 
 def test_a_threshold_without_its_source_is_refused(tmp_path: Path) -> None:
-    data = yaml.safe_load((ROOT / "playbook" / "vllm-latency.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load(
+        (ROOT / "wizard" / "playbook" / "vllm-latency.yaml").read_text(encoding="utf-8")
+    )
     data["findings"]["LAT004"]["thresholds"] = [{"at": "answers.proxy_connect_timeout_s",
                                                   "value": 75, "from": {"en": "nginx docs"}}]  # fmt: skip
     path = tmp_path / "book.yaml"

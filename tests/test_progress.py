@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import SimProcess
-from wizard import aio
-from wizard.probes import measure_probe, validate
+from wizard.probes.http import measure_probe, validate
 from wizard.probes.runner import ProbeContext
+from wizard.ui import aio
 
 
 def test_a_round_reports_n_of_n_and_the_time_left(healthy_sim: SimProcess) -> None:

@@ -16,7 +16,7 @@ import pexpect
 
 HEAD = (
     "import asyncio, pathlib, time\n"
-    "from wizard.operator import Decision, InteractiveOperator\n"
+    "from wizard.ui.interactive import InteractiveOperator\nfrom wizard.walk.operator import Decision\n"
     "from wizard.playbook import Finding, Question\n"
     "def confirm(id_, en, zh):\n"
     "    return Question(id_, 'confirm', {'en': en, 'zh': zh}, default=True)\n"

@@ -30,10 +30,11 @@ from tests.faultserver import (
     text_chunk,
     usage_chunk,
 )
-from wizard import aio
-from wizard.probes.lean_http import LeanConnections, TimingClient, timing_client
-from wizard.probes.protocol_backend import ProtocolBackend, ProtocolStream
-from wizard.probes.stream import RequestSpec, StreamSample, measure_stream
+from wizard.probes.http.lean_http import LeanConnections, TimingClient, timing_client
+from wizard.probes.http.protocol_backend import ProtocolBackend, ProtocolStream
+from wizard.probes.http.sample import StreamSample
+from wizard.probes.http.stream import RequestSpec, measure_stream
+from wizard.ui import aio
 
 SPEC = RequestSpec(model="m", max_tokens=4)
 # The stock event loop and uvloop (what the CLI runs) implement TLS and transports apart.

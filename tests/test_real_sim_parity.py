@@ -24,8 +24,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import SimProcess, start_sim
 from tests.realvllm import MAX_MODEL_LEN, SERVED_NAME, RealVllm
 from tests.test_sim_api import chunks_of, raw_request
-from wizard.probes import metrics as metrics_probe
-from wizard.probes.vllm_log import read_lines
+from wizard.probes.readers import metrics as metrics_probe
+from wizard.probes.readers.vllm_log import read_lines
 
 pytestmark = [pytest.mark.real_vllm("healthy"), pytest.mark.slow]
 
@@ -38,7 +38,7 @@ SIM_ARGS = (
     "--cpu-kvcache-space", "1", "--kv-bytes-per-token", "1024", "--log-stats-interval", "1",
 )  # fmt: skip
 
-# Families of the wizard's metrics reader (wizard/probes/metrics.py), as the parser names them.
+# Families of the wizard's metrics reader (wizard/probes/readers/metrics.py), as the parser names them.
 WIZARD_READS = (
     "vllm:kv_cache_usage_perc", "vllm:num_preemptions", "vllm:num_requests_running",
     "vllm:num_requests_waiting", "vllm:prompt_tokens", "vllm:generation_tokens",

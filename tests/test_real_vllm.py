@@ -20,11 +20,13 @@ import pytest
 
 from tests.conftest import RealVllmPool, assert_walk_exit, wizard_command
 from tests.realvllm import MAX_MODEL_LEN, REAL_API_KEY, SERVED_NAME, RealVllm
-from wizard import aio, transcript
-from wizard.changes import refusals
-from wizard.nginx_runner import Nginx, find_nginx
-from wizard.probes.lean_http import timing_client
-from wizard.probes.stream import Endpoint, RequestSpec, StreamSample, measure_stream
+from wizard.levers.changes import refusals
+from wizard.levers.nginx_runner import Nginx, find_nginx
+from wizard.probes.http.lean_http import timing_client
+from wizard.probes.http.sample import StreamSample
+from wizard.probes.http.stream import Endpoint, RequestSpec, measure_stream
+from wizard.record import transcript
+from wizard.ui import aio
 
 QUICK = {"run_loadgen": False}  # LoadGen has its own tests
 
@@ -252,8 +254,10 @@ def started_again(
     two starts' logged arguments must differ in the change's one parameter only: the one the walk
     computed (LAT040 lowers max_model_len on a CPU, where the playbook's lever is the GPU's
     memory share), as the walk's own one-change check reads it."""
-    from wizard import conditions, config_check, playbook
-    from wizard.probes.vllm_log import read_text, walk_facts
+    from wizard import playbook
+    from wizard.levers import config_check
+    from wizard.playbook import conditions
+    from wizard.probes.readers.vllm_log import read_text, walk_facts
 
     log = tmp_path / f"{code}-restarted.log"
     log.write_text(refused.log() + fixed.log(), encoding="utf-8")
@@ -483,7 +487,7 @@ def test_a_timestamp_first_defeats_the_real_prefix_cache(real_vllm: RealVllm) ->
     import asyncio
 
     from wizard import playbook
-    from wizard.probes.measure_probe import probe as measure
+    from wizard.probes.http.measure_probe import probe as measure
     from wizard.probes.runner import ProbeContext
     from wizard.workload import Workload
 

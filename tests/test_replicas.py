@@ -26,7 +26,7 @@ from tests.conftest import (
     wizard_command,
 )
 from tests.text_checks import english_sentences, raw_values
-from wizard.nginx_runner import Nginx, find_nginx
+from wizard.levers.nginx_runner import Nginx, find_nginx
 
 requires_nginx = pytest.mark.skipif(
     find_nginx() is None and not os.environ.get("WIZARD_REQUIRE_NGINX"),
@@ -160,7 +160,7 @@ def test_healthy_replicas_give_no_cause(replicas: Replicas) -> None:
 def test_the_walk_names_the_faulty_replica_behind_the_proxy(
     replicas: Replicas, tmp_path: Path
 ) -> None:
-    from wizard import transcript
+    from wizard.record import transcript
 
     path = tmp_path / "walk.ndjson"
     # The walk's own round, shorter: 8 streams (a queue on the faulty replica) of 16 tokens.

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SimProcess, assert_export_contract, assert_walk_exit, wizard_command
-from wizard import transcript
+from wizard.record import transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "transcripts" / "examples").glob("*.ndjson"))
@@ -69,8 +69,10 @@ def test_a_kill_at_any_line_leaves_a_prefix_that_verifies_and_restores(
     the walk's state, at a node of the playbook) or a torn last line (which --salvage cuts back to
     the same). The three kills above then show the walk really continuing from such a prefix."""
     from wizard import playbook as playbook_module
-    from wizard.engine import END, Session, restore
+    from wizard.playbook import END
     from wizard.probes.runner import ProbeContext
+    from wizard.walk.resume import restore
+    from wizard.walk.session import Session
 
     path = tmp_path / "whole.ndjson"
     answers = answers_file(tmp_path)

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SimProcess, wizard_command
-from wizard import budget, playbook, transcript
+from wizard import playbook
+from wizard.record import transcript
+from wizard.walk import budget
 from wizard.workload import Workload, brief_round
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tests.conftest import SimProcess, assert_walk_exit, wizard_command
 from tests.text_checks import english_sentences
-from wizard import transcript
+from wizard.record import transcript
 
 EXAMPLE = (
     Path(__file__).resolve().parent.parent

@@ -1,5 +1,5 @@
 """A round compared with others stops once it has answered (sequential.py), and a round no change
-has touched since it was measured is not measured again (engine._untouched_since)."""
+has touched since it was measured is not measured again (rounds.untouched_since)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SimProcess, wizard_command
-from wizard.engine import COMPARED_SEGMENTS
-from wizard.probes.load import run_load, sample_values
-from wizard.probes.stream import RequestSpec
-from wizard.sequential import Question
+from wizard.measure.sequential import Question
+from wizard.probes.http.load import run_load, sample_values
+from wizard.probes.http.stream import RequestSpec
+from wizard.walk.comparisons import COMPARED_SEGMENTS
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -178,7 +178,7 @@ def test_a_round_stops_at_its_time_budget_after_its_first_look(healthy_sim: SimP
 
 
 def test_the_live_line_and_the_table_say_the_budget() -> None:
-    from wizard.render_events import busy_text, measurement_table
+    from wizard.ui.render_events import busy_text, measurement_table
 
     call = {"probe": "measure", "round": "proxy#2", "compared_with": "proxy", "budget_s": 7.8,
             "params": {"concurrency": 4, "requests": 16, "input_tokens": 64, "max_tokens": 64}}  # fmt: skip
@@ -264,19 +264,19 @@ def test_a_server_change_measures_every_round_again() -> None:
     """A vLLM change touches every path: nothing is kept (the kv-pressure walk's restart)."""
     from types import SimpleNamespace
 
-    from wizard.engine import _untouched_since
     from wizard.playbook import ProbeCall
+    from wizard.walk.rounds import untouched_since
 
     session = SimpleNamespace(changes=[], ran_after={"direct": 0, "proxy": 0},
                               facts={"direct": {"steady": {}}, "proxy": {"steady": {}}})  # fmt: skip
     direct = ProbeCall("measure", "direct", {"path": "direct"}, None)
     proxy = ProbeCall("measure", "proxy", {"path": "proxy"}, None)
-    assert _untouched_since(session, direct, {"path": "direct"}) == ""  # type: ignore[arg-type]
+    assert untouched_since(session, direct, {"path": "direct"}) == ""  # type: ignore[arg-type]
     session.changes = [{"layer": "nginx", "parameter": "proxy_buffering"}]
-    assert _untouched_since(session, direct, {"path": "direct"}) == "proxy_buffering (nginx)"  # type: ignore[arg-type]
-    assert _untouched_since(session, proxy, {"path": "proxy"}) is None  # type: ignore[arg-type]
+    assert untouched_since(session, direct, {"path": "direct"}) == "proxy_buffering (nginx)"  # type: ignore[arg-type]
+    assert untouched_since(session, proxy, {"path": "proxy"}) is None  # type: ignore[arg-type]
     session.changes.append({"layer": "vllm", "parameter": "max_num_seqs"})
-    assert _untouched_since(session, direct, {"path": "direct"}) is None  # type: ignore[arg-type]
+    assert untouched_since(session, direct, {"path": "direct"}) is None  # type: ignore[arg-type]
     # A round whose last try failed is measured again, whatever changed.
     session.changes, session.facts["direct"] = [], {"error": "every request failed"}
-    assert _untouched_since(session, direct, {"path": "direct"}) is None  # type: ignore[arg-type]
+    assert untouched_since(session, direct, {"path": "direct"}) is None  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import httpx
 
 from tests.conftest import SimProcess, wizard_command
-from wizard.probes.metrics import api_server_cpu_cores, parse
+from wizard.probes.readers.metrics import api_server_cpu_cores, parse
 from wizard.sim.config import ApiServerCosts
 from wizard.sim.scenarios import get_scenario
 

@@ -381,7 +381,7 @@ def test_cpu_chunked_prefill_refusal_is_a_pydantic_error(tmp_path: Path) -> None
 def test_speculative_decoding_counters_and_line_as_vllm_writes_them(
     sim_factory: SimFactory,
 ) -> None:
-    from wizard.probes.metrics import parse, spec_decode_delta
+    from wizard.probes.readers.metrics import parse, spec_decode_delta
 
     spec = '{"method": "ngram", "num_speculative_tokens": 3, "draft_acceptance_rate": 0.5}'
     sim = sim_factory("--speculative-config", spec, "--log-stats-interval", "0.5")
@@ -429,7 +429,7 @@ def test_a_scrape_parses_off_the_loop_that_times_the_streams() -> None:
     import threading
 
     from tests.recorder import Recorder
-    from wizard.probes.metrics import scrape
+    from wizard.probes.readers.metrics import scrape
 
     lines = [f'vllm:num_requests_running{{engine="0",model_name="m",n="{i}"}} 1'
              for i in range(40_000)]  # fmt: skip

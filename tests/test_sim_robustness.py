@@ -13,8 +13,8 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import SimProcess, wizard_command
-from wizard.probes.load import run_load
-from wizard.probes.stream import RequestSpec
+from wizard.probes.http.load import run_load
+from wizard.probes.http.stream import RequestSpec
 from wizard.sim.scenarios import SCENARIOS
 
 SimFactory = Callable[..., SimProcess]

@@ -13,8 +13,9 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import SimProcess, wizard_command
-from wizard.probes.load import LoadResult, run_load
-from wizard.probes.stream import RequestSpec, StreamSample, measure_stream
+from wizard.probes.http.load import LoadResult, run_load
+from wizard.probes.http.sample import StreamSample
+from wizard.probes.http.stream import RequestSpec, measure_stream
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 SimFactory = Callable[..., SimProcess]

@@ -16,12 +16,15 @@ from typing import Any
 import pytest
 
 from tests.conftest import SimProcess, refused_start, start_sim
-from wizard import aio, playbook, transcript
-from wizard.engine import Session, walk
-from wizard.nginx_runner import free_port
-from wizard.operator import Decision, ScriptedOperator
+from wizard import playbook
+from wizard.levers.nginx_runner import free_port
 from wizard.playbook import Question
 from wizard.probes.runner import ProbeContext
+from wizard.record import transcript
+from wizard.ui import aio
+from wizard.walk.engine import walk
+from wizard.walk.operator import Decision, ScriptedOperator
+from wizard.walk.session import Session
 
 # vLLM 0.32's CPU build, as the simulator plays it: 2,048 tokens of context.
 CPU = ("--device", "cpu", "--model", "/models/tiny", "--served-model-name", "tiny",
@@ -80,7 +83,7 @@ def walk_events(
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Walk (from ``start``, its log read first) to the baseline's first question or the end,
     ``restarter`` applying ``code``'s change; the events."""
-    from wizard.probes import vllm_log
+    from wizard.probes.readers import vllm_logs
 
     book = book or playbook.load()
     path = tmp_path / "walk.ndjson"
@@ -98,7 +101,7 @@ def walk_events(
             with pytest.raises(Measuring):
                 aio.run(walk(session))
         else:  # a node past the first: the log as the first node would have read it
-            session.facts["vllmlog"] = aio.run(vllm_log.probe(ctx, {}))
+            session.facts["vllmlog"] = aio.run(vllm_logs.probe(ctx, {}))
             aio.run(walk(session, start=start))
     finally:
         writer.close()
@@ -196,8 +199,8 @@ def test_real_032_logs_of_a_refusal_then_a_start_are_judged_by_the_last_start(
 ) -> None:
     """Real vLLM 0.32 logs, a refused start and the next one appended: the gone checks read the
     last start as the walk reads the log again."""
-    from wizard import conditions
-    from wizard.probes.vllm_log import read_text, walk_facts
+    from wizard.playbook import conditions
+    from wizard.probes.readers.vllm_log import read_text, walk_facts
 
     log = tmp_path / "vllm.log"
     log.write_text(
@@ -406,7 +409,7 @@ def test_real_032_starts_are_checked_for_one_change_by_their_logged_arguments(
 
 def test_a_tensor_parallel_oom_start_is_read_from_its_worker_line(tmp_path: Path) -> None:
     """With tensor parallelism the rank that ran out says it, with its worker prefix."""
-    from wizard.probes.vllm_log import read_text, walk_facts
+    from wizard.probes.readers.vllm_log import read_text, walk_facts
 
     log = tmp_path / "vllm.log"
     refused_start(free_port(), log, *OOM, "-tp", "2", "--gpu-memory-gib", "16")

@@ -97,9 +97,10 @@ REAL_LOGS = Path(__file__).parent / "fixtures" / "vllm-log"
 def test_real_032_refusals_are_read_as_their_own_cause_with_a_value_vllm_accepts(
     log: str, code: str, parameter: str, before: int, after: int
 ) -> None:
-    from wizard import conditions, playbook
-    from wizard.changes import propose, refusals, server_config
-    from wizard.probes.vllm_log import read_text, walk_facts
+    from wizard import playbook
+    from wizard.levers.changes import propose, refusals, server_config
+    from wizard.playbook import conditions
+    from wizard.probes.readers.vllm_log import read_text, walk_facts
 
     with (REAL_LOGS / f"{log}.log").open() as handle:
         facts = {"vllmlog": walk_facts(read_text(handle)), "endpoints": {"health_status": None}}

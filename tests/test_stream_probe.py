@@ -15,7 +15,8 @@ import pytest
 from tests.conftest import SimProcess, wizard_command
 from tests.faultserver import fault_server
 from wizard.cli.probe import NOTHING_MEASURED
-from wizard.probes.stream import RequestSpec, StreamSample, measure_stream
+from wizard.probes.http.sample import StreamSample
+from wizard.probes.http.stream import RequestSpec, measure_stream
 
 SimFactory = Callable[..., SimProcess]
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -89,7 +90,7 @@ def test_multi_token_events(faults: str) -> None:
 
 
 def test_burst_evidence(faults: str) -> None:
-    from wizard.probes.stream import stream_report
+    from wizard.probes.http.stream import stream_report
 
     sample = measure(faults + "/burst")
     assert sample.ok and sample.max_events_per_read == 10

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from wizard.probes.measure_probe import DEFAULTS, request_spec
+from wizard.probes.http.measure_probe import DEFAULTS, request_spec
 from wizard.workload import Workload, body_sha256
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}}

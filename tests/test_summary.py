@@ -26,9 +26,9 @@ import pytest
 
 from tests import chromium
 from tests.conftest import assert_export_contract, wizard_command
-from wizard import transcript
-from wizard.transcript import Redactor, TranscriptWriter
-from wizard.words import WORDS, count, ms, percent, signed_percent
+from wizard.i18n.words import WORDS, count, ms, percent, signed_percent
+from wizard.record import transcript
+from wizard.record.transcript import Redactor, TranscriptWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
@@ -413,7 +413,7 @@ def test_the_api_alone_does_not_make_the_workload_the_incidents() -> None:
     # The demo names the API (completions) and nothing else: its summary said "Workload (the
     # incident's): 64 words in, 64 tokens out, 4 streams", the wizard's own numbers (found trying
     # the README as a new user).
-    from wizard import summary
+    from wizard.report import summary
 
     spec = {"model": "m", "endpoint": "completions", "input_tokens": 64, "output_tokens": 64,
             "concurrency": 4}  # fmt: skip

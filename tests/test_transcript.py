@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from wizard import transcript
-from wizard.transcript import Redactor, TranscriptError, TranscriptWriter
+from wizard.record import transcript
+from wizard.record.transcript import Redactor, TranscriptError, TranscriptWriter
 
 
 def make(tmp_path: Path, events: int = 3, secrets: tuple[str, ...] = ()) -> Path:

@@ -21,8 +21,9 @@ import pytest
 from tests.conftest import wizard_command
 from tests.forge import read_records, write_rechained
 from tests.recorder import Recorder
-from wizard import playbook, transcript
-from wizard.transcript import Redactor, TranscriptWriter
+from wizard import playbook
+from wizard.record import transcript
+from wizard.record.transcript import Redactor, TranscriptWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "transcripts" / "examples" / "1-kv-pressure-direct.ndjson"
@@ -40,7 +41,7 @@ def forged(tmp_path: Path, url: str) -> Path:
     # by this checkout's path (the example names the folder it was made in, which on another
     # machine is absent and on this one may hold another playbook).
     header["playbook_sha256"] = playbook.load().sha256
-    header["playbook_path"] = str(ROOT / "playbook" / "vllm-latency.yaml")
+    header["playbook_path"] = str(ROOT / "wizard" / "playbook" / "vllm-latency.yaml")
     path = write_rechained(tmp_path / "forged.ndjson", header, events)
     transcript.load(path)  # the chain holds: it "verifies"
     return path
@@ -136,7 +137,7 @@ def test_a_transcript_written_here_is_signed_with_a_private_key(
     assert secret not in path.read_text() and KEY not in path.read_text()
     assert transcript.load(path).signature == transcript.Signature("signed")
     header, events = read_records(path)
-    from wizard import signing
+    from wizard.record import signing
 
     assert header["key_id"] == signing.local_key().id  # type: ignore[union-attr]
     assert all(isinstance(e["sig"], str) for e in events)

@@ -112,7 +112,7 @@ def test_text_and_chinese_say_the_same_verdict(sim_factory: Callable[..., SimPro
 
 
 def test_an_unreachable_server_is_named_and_its_log_is_the_next_step(tmp_path: Path) -> None:
-    from wizard.nginx_runner import free_port
+    from wizard.levers.nginx_runner import free_port
 
     log = tmp_path / "vllm.log"
     log.write_text("INFO 12-06 10:00:00 [core.py:1] EngineCore encountered a fatal error.\n")

@@ -27,8 +27,8 @@ from tests.prometheus_server import (
 )
 from tests.text_checks import english_sentences, raw_values
 from tests.traffic import Traffic
-from wizard.changepoint import best_split
-from wizard.nginx_runner import free_port
+from wizard.levers.nginx_runner import free_port
+from wizard.measure.changepoint import best_split
 
 STREAMS = 4
 PHASE_S = 10.0
@@ -134,8 +134,8 @@ def test_the_onset_follows_the_restart_and_names_what_changed(restarted: Restart
 def test_cache_config_changes_and_replicas_are_events() -> None:
     """What Prometheus answers for a replica restarted with another KV cache, and one that went
     away: the restart takes the new label set's changed labels; the vanished one is named."""
-    from wizard.probes.history import Window, _events
-    from wizard.probes.prometheus_api import Series
+    from wizard.probes.fleet.history import Window, _events
+    from wizard.probes.fleet.prometheus_api import Series
 
     a, b = {"job": "vllm", "instance": "a:1"}, {"job": "vllm", "instance": "b:1"}
     old = {**a, "__name__": "vllm:cache_config_info", "engine": "0", "num_gpu_blocks": "28822",

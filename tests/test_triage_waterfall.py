@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SimProcess, wizard_command
-from wizard import waterfall
-from wizard.nginx_runner import Nginx, find_nginx
-from wizard.probes import metrics, nginx_access
+from wizard.levers.nginx_runner import Nginx, find_nginx
+from wizard.measure import waterfall
+from wizard.probes.readers import metrics, nginx_access
 
 needs_nginx = pytest.mark.skipif(
     find_nginx() is None and not os.environ.get("WIZARD_REQUIRE_NGINX"),

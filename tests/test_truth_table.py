@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import assert_walk_exit, wizard_command
-from wizard import transcript
-from wizard.nginx_runner import find_nginx
+from wizard.levers.nginx_runner import find_nginx
+from wizard.record import transcript
 
 # scenario (with a second engine fault as NAME=VALUE), with nginx, evidence withheld, causes
 # expected, causes the demo cannot fix (they remain, and the walk must say so), and optionally

@@ -19,7 +19,8 @@ from typing import Any
 import yaml
 
 from tests.conftest import SimProcess, playbook_with_probes_only
-from wizard import stability, transcript
+from wizard.record import transcript
+from wizard.walk import stability
 
 # Fires when the baseline is faster than its repeat: on a drifting server it holds for the first
 # round and cannot hold for the repeat against itself, so it depends on the round believed.

@@ -18,10 +18,10 @@ from rich.text import Text
 from tests.conftest import SimProcess, wizard_command
 from tests.faultserver import fault_server
 from wizard import playbook
-from wizard.probes import validate
-from wizard.probes.runner import ProbeContext
-from wizard.probes.stream import RequestSpec, StreamSample
-from wizard.probes.validate import (
+from wizard.probes.http import validate
+from wizard.probes.http.sample import StreamSample
+from wizard.probes.http.stream import RequestSpec
+from wizard.probes.http.validate import (
     ValidationResult,
     ValidationSpec,
     find_peak_qps,
@@ -29,11 +29,12 @@ from wizard.probes.validate import (
     run_validation,
     verdict,
 )
-from wizard.render_events import render_event
+from wizard.probes.runner import ProbeContext
+from wizard.ui.render_events import render_event
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 REQUEST = RequestSpec(model=MODEL, input_tokens=8, max_tokens=4)
-PLAYBOOK = Path(__file__).resolve().parent.parent / "playbook" / "vllm-latency.yaml"
+PLAYBOOK = Path(__file__).resolve().parent.parent / "wizard" / "playbook" / "vllm-latency.yaml"
 
 
 def test_single_stream_is_valid_with_early_stopping(
@@ -303,7 +304,7 @@ def test_loadgen_line_of_an_older_transcript() -> None:
 def test_the_walk_probe_shapes_its_queries_with_the_rounds_settings_it_has() -> None:
     """The walk's LoadGen probe builds its request from its own settings, which carry no
     measure-only key (a missing `vary_part` failed every LoadGen of every walk)."""
-    from wizard.probes.measure_probe import request_spec
+    from wizard.probes.http.measure_probe import request_spec
     from wizard.probes.runner import ProbeContext
 
     settings = {"endpoint": "completions", "input_tokens": 64, "max_tokens": 64,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import wizard_command
-from wizard.probes.vllm_log import ERRORS, read_lines, read_text
+from wizard.probes.readers.vllm_log import ERRORS, read_lines, read_text
 
 V0_2024 = """\
 INFO 07-08 07:17:02 llm_engine.py:169] Initializing an LLM engine (v0.5.1) with config: model='meta-llama/Meta-Llama-3-8B-Instruct', speculative_config=None, tokenizer='meta-llama/Meta-Llama-3-8B-Instruct', dtype=torch.bfloat16, max_seq_len=8192, download_dir=None, load_format=LoadFormat.AUTO, tensor_parallel_size=2, pipeline_parallel_size=1, disable_custom_all_reduce=False, quantization=None, enforce_eager=False, kv_cache_dtype=auto, seed=0)
@@ -217,7 +217,7 @@ INFO 07-08 07:17:40 model_runner.py:1] Graph capturing finished in 21 secs.
 
 
 def test_a_failed_start_carries_its_numbers_and_is_flagged_for_the_walk() -> None:
-    from wizard.probes.vllm_log import walk_facts
+    from wizard.probes.readers.vllm_log import walk_facts
 
     line = (ERROR_FIXTURES / "batched_tokens_below_max_model_len.log").read_text().splitlines()[0]
     facts = walk_facts(read_lines([line + "\n"]))
@@ -294,7 +294,7 @@ REAL_NAMES = (
 
 
 def real(name: str) -> dict[str, Any]:
-    from wizard.probes.vllm_log import walk_facts
+    from wizard.probes.readers.vllm_log import walk_facts
 
     with (REAL / f"real-0.32-{name}.log").open(encoding="utf-8") as handle:
         return walk_facts(read_lines(handle))
@@ -378,7 +378,7 @@ def test_startup_across_midnight_and_new_year(first: str, ready: str, expected: 
 
 
 def test_seconds_between_refuses_a_clock_that_went_backwards() -> None:
-    from wizard.probes.vllm_run import seconds_between
+    from wizard.probes.readers.vllm_run import seconds_between
 
     assert seconds_between("12-03 13:35:08", "12-03 13:36:02") == 54.0
     assert seconds_between("12-03 13:36:02", "12-03 13:35:08") is None  # would be a year
@@ -436,7 +436,7 @@ def test_real_032_chunked_prefill_refused_at_start() -> None:
 
 
 def walk_facts_of(lines: list[str]) -> dict[str, Any]:
-    from wizard.probes.vllm_log import walk_facts
+    from wizard.probes.readers.vllm_log import walk_facts
 
     return walk_facts(read_lines(lines))
 
@@ -467,7 +467,7 @@ def test_non_default_args_give_every_key() -> None:
 
 
 def test_a_failed_start_and_its_restart_in_one_file_are_two_runs() -> None:
-    from wizard.probes.vllm_log import walk_facts
+    from wizard.probes.readers.vllm_log import walk_facts
 
     facts = walk_facts(read_lines(real_lines("chunked-off") + real_lines("healthy")))
     assert facts["runs_count"] == 2 and facts["error_kinds"] == []
@@ -514,7 +514,7 @@ def test_real_032_human_view() -> None:
 
 
 def test_a_restart_loop_keeps_the_first_and_last_runs_and_counts_the_rest() -> None:
-    from wizard.probes.vllm_log import walk_facts
+    from wizard.probes.readers.vllm_log import walk_facts
 
     # Ten starts, each with its own KV cache size: the first and the last are kept in full.
     starts = [V1_034.replace("1,792 tokens", f"{1000 + n:,} tokens") for n in range(10)]
@@ -526,7 +526,7 @@ def test_a_restart_loop_keeps_the_first_and_last_runs_and_counts_the_rest() -> N
 
 
 def test_glued_lines_are_split_only_where_a_prefix_follows_text() -> None:
-    from wizard.probes.vllm_log import _may_be_glued
+    from wizard.probes.readers.vllm_log import _may_be_glued
 
     assert not _may_be_glued("(APIServer pid=9) INFO 12-02 10:00:30 [loggers.py:270] Engine 000")
     assert not _may_be_glued("INFO 12-02 10:00:30 plain; ERROR is a word here")
@@ -546,7 +546,7 @@ def test_kv_cache_memory_in_both_wordings() -> None:
 def test_the_nodes_a_layout_spans_come_from_the_hosts_own_gpus() -> None:
     """TP x PP against the GPUs of the host the files come from: more GPUs than one host has
     means several nodes, and visible devices are then judged per node."""
-    from wizard.probes.vllm_log import layout_on_nodes
+    from wizard.probes.readers.vllm_log import layout_on_nodes
 
     assert layout_on_nodes({"gpus_used": 16}, 8) == {"nodes_spanned": 2, "gpus_used_per_node": 8}
     assert layout_on_nodes({"gpus_used": 4}, 8) == {"nodes_spanned": 1, "gpus_used_per_node": 4}
@@ -603,7 +603,7 @@ STEADY_CASES = {
 def test_the_block_reader_reads_as_line_by_line(case: str) -> None:
     import io
 
-    from wizard.probes.vllm_log import read_text
+    from wizard.probes.readers.vllm_log import read_text
 
     tail, shows = STEADY_CASES[case]
     ready = "(APIServer pid=9) INFO 12-02 10:00:10 [api_server.py:1] Starting vLLM server on x\n"
@@ -616,7 +616,7 @@ def test_the_block_reader_reads_as_line_by_line(case: str) -> None:
 
 def test_each_refusal_gives_its_own_numbers() -> None:
     """The refusals' messages carry what the change is computed from (vLLM 0.32's wording)."""
-    from wizard.probes.vllm_log import walk_facts
+    from wizard.probes.readers.vllm_log import walk_facts
 
     def facts(line: str) -> dict[str, Any]:
         return walk_facts(parse("(APIServer pid=1) ERROR 12-02 10:00:00 [x.py:1] " + line + "\n"))
@@ -655,7 +655,7 @@ def test_each_refusal_gives_its_own_numbers() -> None:
 def test_an_oom_while_capturing_cuda_graphs_is_its_own_kind() -> None:
     """A 2025 V1 log (0.8.5, tensor parallel): the KV cache was sized, then a rank ran out of
     memory in the capture's progress bar: not the profile run's OOM (LAT043) but LAT039's."""
-    from wizard.probes.vllm_log import walk_facts
+    from wizard.probes.readers.vllm_log import walk_facts
 
     with (
         Path(__file__).parent / "fixtures" / "vllm-log" / "graph-capture-oom-2025.log"

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.conftest import wizard_command
-from wizard.probes.vllm_log import read_lines
+from wizard.probes.readers.vllm_log import read_lines
 
 PASTED = Path(__file__).parent / "fixtures" / "vllm-log" / "pasted"
 EXPECTED: dict[str, dict[str, Any]] = yaml.safe_load((PASTED / "expected.yaml").read_text())
@@ -95,7 +95,7 @@ def test_several_runs_report_the_last_and_say_so() -> None:
 
 
 def test_a_long_continuation_is_bounded() -> None:
-    from wizard.probes.vllm_args import MAX_COMMAND_CHARS
+    from wizard.probes.readers.vllm_args import MAX_COMMAND_CHARS
 
     lines = ["vllm serve m \\\n"] + ["  --foo bar \\\n"] * (MAX_COMMAND_CHARS // 10)
     report = read_lines([*lines, "  --max-num-seqs 4\n"])

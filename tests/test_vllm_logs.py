@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import SimProcess, assert_walk_exit, playbook_with_probes_only, wizard_command
-from wizard.probes import vllm_logs
-from wizard.probes.vllm_log import read_lines
+from wizard.probes.readers import vllm_logs
+from wizard.probes.readers.vllm_log import read_lines
 
 LOGS = Path(__file__).parent / "fixtures" / "vllm-log"
 PODS = {
@@ -126,7 +126,7 @@ def test_probe_vllm_log_tells_the_replicas_apart(tmp_path: Path) -> None:
 def test_the_walk_names_the_replicas_and_what_differs(
     healthy_sim: SimProcess, tmp_path: Path
 ) -> None:
-    from wizard import transcript
+    from wizard.record import transcript
 
     path = tmp_path / "pods.log"
     path.write_text(interleaved({k: v for k, v in PODS.items() if k != "pod/vllm-2/vllm"}))

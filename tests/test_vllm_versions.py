@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from wizard import vllm_versions
-from wizard.changes import propose
+from wizard.levers import vllm_versions
+from wizard.levers.changes import propose
 
 
 def test_releases_are_read_from_the_server_first_then_its_log() -> None:
@@ -32,7 +32,7 @@ def test_a_flag_the_servers_release_does_not_have_is_never_proposed() -> None:
 def test_every_computed_vllm_change_is_checked_against_the_release(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from wizard import changes
+    from wizard.levers import changes
 
     def swap(
         facts: dict[str, Any], answers: dict[str, Any], template: dict[str, Any]

@@ -21,7 +21,7 @@ from tests.conftest import (
     wizard_command,
 )
 from tests.text_checks import english_sentences, raw_values
-from wizard import transcript
+from wizard.record import transcript
 
 SimFactory = Callable[..., SimProcess]
 
@@ -173,7 +173,7 @@ def test_without_evidence_the_operator_answers_for_the_topology(
 def test_a_server_that_did_not_start_is_diagnosed_from_its_log(
     sim_factory: SimFactory, tmp_path: Path
 ) -> None:
-    from wizard.nginx_runner import free_port
+    from wizard.levers.nginx_runner import free_port
 
     log = tmp_path / "vllm.log"
     port = free_port()
@@ -233,7 +233,7 @@ def test_no_terminal_and_no_operator_is_a_usage_error(
 
 
 def test_unreachable_target_fails_in_one_line_and_writes_nothing(tmp_path: Path) -> None:
-    from wizard.nginx_runner import free_port
+    from wizard.levers.nginx_runner import free_port
 
     result, path = walk(tmp_path, "--target", f"http://127.0.0.1:{free_port()}")
     assert result.returncode == 1
@@ -324,7 +324,7 @@ def test_a_step_naming_two_parameters_is_refused(sim_factory: SimFactory, tmp_pa
     ],
 )
 def test_one_change_guard_refuses_every_way_of_naming_two(parameter: str, after: str) -> None:
-    from wizard.changes import more_than_one_change
+    from wizard.levers.changes import more_than_one_change
 
     assert more_than_one_change(parameter, after)
 
@@ -335,7 +335,7 @@ def test_one_change_guard_refuses_every_way_of_naming_two(parameter: str, after:
      ("proxy_buffering", "off;"), ("VLLM_CPU_KVCACHE_SPACE", "2")],
 )  # fmt: skip
 def test_one_change_guard_accepts_one(parameter: str, after: str) -> None:
-    from wizard.changes import more_than_one_change
+    from wizard.levers.changes import more_than_one_change
 
     assert more_than_one_change(parameter, after) is None
 

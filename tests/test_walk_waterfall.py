@@ -19,11 +19,13 @@ from typing import Any
 import pytest
 
 from tests.conftest import SimProcess, wizard_command
-from wizard import transcript, walk_waterfall, waterfall
-from wizard.nginx_runner import Nginx, find_nginx
-from wizard.probes import nginx_access
+from wizard.i18n.words import say
+from wizard.levers.nginx_runner import Nginx, find_nginx
+from wizard.measure import waterfall
+from wizard.probes.readers import nginx_access
 from wizard.probes.runner import ProbeContext
-from wizard.words import say
+from wizard.record import transcript
+from wizard.report import walk_waterfall
 
 needs_nginx = pytest.mark.skipif(
     find_nginx() is None and not os.environ.get("WIZARD_REQUIRE_NGINX"),
@@ -127,6 +129,21 @@ def test_direct_has_no_nginx_hop_and_a_missing_log_says_why() -> None:
         assert row["access"] == state and row["missing"] == ["proxy", "api_server"]
         for lang in ("en", "zh"):
             assert walk_waterfall.lines(row, lang)[-1] == say(f"waterfall.access.{state}", lang)
+
+
+def test_hops_that_add_up_to_more_than_the_clients_ttft_leave_nothing_never_a_negative_time() -> (
+    None
+):
+    """The engine's means cover every request of the round and the client's only its steady ones:
+    they can add up to a little more (a CI demo printed "unexplained: -0.3 ms"). The remainder
+    stays in the data; the reader sees that nothing is left, and by how much the hops exceed."""
+    (row,) = walk_waterfall.build([_round(SERVER, [499.7], "direct")])
+    assert row["unexplained_ms"] == pytest.approx(-0.3)
+    for lang in ("en", "zh"):
+        shown = [*walk_waterfall.lines(row, lang), *walk_waterfall.compact([row], lang)]
+        assert not any("-0.3" in line for line in shown), shown
+        said = say("waterfall.overshoot", lang, ms="0.3")
+        assert sum(said in line for line in shown) == 2, shown
 
 
 def test_a_round_without_the_engines_times_has_no_waterfall_and_says_why() -> None:
@@ -262,7 +279,7 @@ def test_an_older_transcript_exports_saying_why_it_has_no_waterfall() -> None:
 def test_an_edited_waterfalls_facts_are_one_line_never_a_crash(tmp_path: Path) -> None:
     """Facts the waterfall reads, edited (re-chained, so the chain holds): a reason no words
     know, TTFTs that are no numbers. The export says the event does not fit, in one line."""
-    from wizard.transcript import Redactor, TranscriptWriter
+    from wizard.record.transcript import Redactor, TranscriptWriter
 
     source = transcript.load(OLD)
     header = {k: v for k, v in source.header.items()

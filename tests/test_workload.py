@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import SimProcess, wizard_command
-from wizard import changes
+from wizard.levers import changes
 from wizard.measure import MeasurementSpec
 
 NO_LOADGEN = "run_loadgen: false\n"

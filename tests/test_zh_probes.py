@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import SimProcess, wizard_command
 from tests.text_checks import english_sentences, raw_values
 from wizard.cli.probe import NOTHING_MEASURED
-from wizard.nginx_runner import Nginx, find_nginx
+from wizard.levers.nginx_runner import Nginx, find_nginx
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nginx"
 

@@ -20,11 +20,14 @@ from rich.console import Console
 from tests.conftest import refused_start, wizard_command
 from tests.fuzzing import FIXTURES
 from tests.text_checks import english_sentences, raw_values
-from wizard import aio, audit, contention, transcript
-from wizard.nginx_runner import free_port
+from wizard.i18n.words import texts
+from wizard.levers.nginx_runner import free_port
+from wizard.measure import contention
 from wizard.probes.runner import ProbeContext, run_probe
-from wizard.render_events import render_event
-from wizard.words import texts
+from wizard.record import transcript
+from wizard.ui import aio
+from wizard.ui.render_events import render_event
+from wizard.walk import audit
 
 
 def shown(event_type: str, data: dict[str, Any], lang: str) -> str:

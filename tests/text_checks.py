@@ -66,7 +66,7 @@ def known_names() -> frozenset[str]:
     """The snake_case names an engineer reads as names: the playbook's parameters, causes and
     rounds, vLLM's arguments and metrics, nginx's directives (all from the wizard's own tables)."""
     from wizard import playbook
-    from wizard.probes import nginx_config, vllm_args
+    from wizard.probes.readers import nginx_config, vllm_args
 
     book = playbook.load()
     names = {*vllm_args.FIELDS, *vllm_args.NAMESPACE_KEYS, *nginx_config.INHERITED}

@@ -25,10 +25,10 @@ from typing import Any
 import httpx
 
 from wizard.errors import UsageError, WizardError
-from wizard.nginx_runner import Nginx, find_nginx, free_port
-from wizard.operator import Decision
+from wizard.levers.nginx_runner import Nginx, find_nginx, free_port
 from wizard.sim.config import SpeculativeConfig
 from wizard.sim.scenarios import get_scenario
+from wizard.walk.operator import Decision
 
 SIM_FLAGS = {
     "gpu_memory_utilization": "--gpu-memory-utilization",

@@ -23,7 +23,7 @@ class WizardError(Exception):
     @classmethod
     def said(cls, key: str, **values: object) -> Self:
         """The error worded by ``key`` in the words table, in every language."""
-        from wizard.words import texts
+        from wizard.i18n.words import texts
 
         worded = texts(key, **values)
         return cls(worded["en"], worded)
@@ -56,6 +56,25 @@ def _reason(exc: OSError) -> dict[str, str]:
     """The system's reason for ``exc`` in every language the words table has, if it has it."""
     import errno
 
-    from wizard.words import WORDS
+    from wizard.i18n.words import WORDS
 
     return WORDS.get(f"oserror.{errno.errorcode.get(exc.errno or 0, '')}", {})
+
+
+# The optional parts of the install: what each extra brings (pyproject.toml's extras).
+EXTRAS = {"sim": ("starlette", "uvicorn"), "loadgen": ("mlperf_loadgen",)}
+
+
+def require_extra(extra: str, command: str) -> None:
+    """Raise a one-line ConfigError naming the extra when a module it brings is missing."""
+    from importlib import import_module
+
+    missing = []
+    for name in EXTRAS[extra]:
+        try:
+            import_module(name)  # the command imports it next anyway
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise ConfigError.said("error.missing_extra", command=command, extra=extra,
+                               missing=", ".join(missing))  # fmt: skip

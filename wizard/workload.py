@@ -143,7 +143,7 @@ class Workload:
 
 def brief_round(name: str, params: dict[str, Any]) -> dict[str, Any]:
     """A round's parameters under ``--rounds brief`` (ROUND_DEPTHS)."""
-    from wizard.sequential import first_look
+    from wizard.measure.sequential import first_look
 
     out = dict(params)
     if name != "measure" or "requests" not in out:

@@ -31,7 +31,7 @@ def confirm(
     Returns whether the API key may be sent (nothing was left unnamed); raises a one-line
     UsageError when they cannot be confirmed here, WizardError when the user declines."""
     from wizard.errors import UsageError, WizardError
-    from wizard.words import say
+    from wizard.i18n.words import say
 
     if not unnamed:
         return True
@@ -57,7 +57,7 @@ def at_terminal(*, auto: bool = False, answers: str | None = None) -> bool:
 
 
 def _ask(text: str, lang: str) -> bool:
-    from wizard import aio, prompts
+    from wizard.ui import aio, prompts
 
     # No default Yes: where requests go is answered on purpose (a whole word; Enter is no).
     return aio.run(prompts.yes_no(text, False, lang))

@@ -10,8 +10,8 @@ from wizard.cli.run import operator_arguments, rounds_argument
 
 if TYPE_CHECKING:
     from wizard.demo import DemoStack
+    from wizard.i18n.words_cli import Words
     from wizard.sim.scenarios import Scenario
-    from wizard.words_cli import Words
 
 
 def register(subparsers: Any, words: Words) -> None:
@@ -40,13 +40,16 @@ def demo_command(args: argparse.Namespace) -> int:
     """Start the stack, walk, clean up."""
     import signal
 
-    from wizard import interrupt
-    from wizard.cli.run import chosen_rounds, default_language
+    from wizard.cli.inputs import default_language
+    from wizard.cli.run import chosen_rounds
     from wizard.demo import DemoStack, engine_flags
-    from wizard.render import console
+    from wizard.errors import require_extra
+    from wizard.i18n.words import say
     from wizard.sim.scenarios import get_scenario
-    from wizard.words import say
+    from wizard.ui import interrupt
+    from wizard.ui.render import console
 
+    require_extra("sim", "latency-wizard demo")
     scenario = get_scenario(args.scenario)  # unknown names fail before anything starts
     flags = engine_flags(args.engine_flag)
     rounds = chosen_rounds(args)
@@ -73,17 +76,18 @@ def _walk(args: argparse.Namespace, stack: DemoStack, scenario: Scenario, flags:
     from pathlib import Path
 
     from wizard import playbook
+    from wizard.cli.inputs import default_language
     from wizard.cli.run import (
         _create,
-        default_language,
         default_transcript_path,
         execute,
         show_budget,
     )
-    from wizard.operator import AutoOperator, InteractiveOperator, ScriptedOperator
-    from wizard.render import console
-    from wizard.transcript import Redactor
-    from wizard.words import say
+    from wizard.i18n.words import say
+    from wizard.record.transcript import Redactor
+    from wizard.ui.interactive import InteractiveOperator
+    from wizard.ui.render import console
+    from wizard.walk.operator import AutoOperator, ScriptedOperator
     from wizard.workload import Workload
 
     book = playbook.load()

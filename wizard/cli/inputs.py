@@ -4,13 +4,14 @@ and transcripts (``--salvage`` keeps the verified part of a damaged one)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from wizard.words_cli import Words
+    from wizard.i18n.words_cli import Words
 
 
 @contextmanager
@@ -32,7 +33,7 @@ def text_input(path: str) -> Iterator[TextIO]:
 def seconds(text: str) -> float:
     """A ``--timeout``: a finite number of seconds above 0 (0 would time out every request and
     hide the real failure behind 'no response within 0 s')."""
-    from wizard.words import say
+    from wizard.i18n.words import say
 
     try:
         value = float(text)
@@ -47,18 +48,25 @@ def seconds(text: str) -> float:
 
 def count(text: str) -> int:
     """A ``--max-requests``: a whole number, 0 or more (0 sends no round of load)."""
-    from wizard.words import say
+    from wizard.i18n.words import say
 
     if not text.strip().isdigit():
         raise argparse.ArgumentTypeError(say("error.not_count", language(), text=repr(text)))
     return int(text)
 
 
+def default_language() -> str:
+    """zh when the locale says Chinese, else en."""
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(name, "")
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    return "en"
+
+
 def language(argv: list[str] | None = None) -> str:
     """The language the command asked for (``--lang``), else the locale's: an error in the
     arguments is said before they are parsed."""
-    from wizard.cli.run import default_language
-
     argv = sys.argv[1:] if argv is None else argv
     for i, arg in enumerate(argv):
         given = arg.removeprefix("--lang=") if arg.startswith("--lang=") else None
@@ -77,8 +85,6 @@ def lang_argument(parser: argparse.ArgumentParser, words: Words, shown: str) -> 
 
 def chosen_language(args: argparse.Namespace) -> str:
     """The ``--lang`` given, else the locale's."""
-    from wizard.cli.run import default_language
-
     return str(args.lang or default_language())
 
 
@@ -102,8 +108,8 @@ def check_base_url(url: str) -> None:
 
 def transcript_input(args: argparse.Namespace) -> Any:
     """The transcript the command names; with --salvage its verified prefix, the loss reported."""
-    from wizard import transcript
-    from wizard.words import say
+    from wizard.i18n.words import say
+    from wizard.record import transcript
 
     loaded = transcript.load(args.transcript, salvage=args.salvage)
     if loaded.lost is not None:
@@ -122,7 +128,7 @@ def check_nginx_conf(path: str | None) -> None:
     from pathlib import Path
 
     from wizard.errors import UsageError, WizardError
-    from wizard.probes.nginx_config import analyse
+    from wizard.probes.readers.nginx_config import analyse
 
     try:
         analyse(Path(path).expanduser())

@@ -15,8 +15,8 @@ from wizard.cli import demo, playbook_cmd, probe, replay, run, sim, triage
 from wizard.cli.inputs import language
 from wizard.cli.parser import WizardParser
 from wizard.errors import WizardError
-from wizard.terminal import printable
-from wizard.words_cli import said, words_in
+from wizard.i18n.words_cli import said, words_in
+from wizard.record.terminal import printable
 
 SUBCOMMANDS = (demo, triage, run, replay, playbook_cmd, probe, sim)
 
@@ -43,13 +43,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    from wizard import interrupt
+    from wizard.ui import interrupt
 
     try:
         with interrupt.taken():
             code: int = args.handler(args)
     except WizardError as exc:
-        from wizard.words import say
+        from wizard.i18n.words import say
 
         # A message may quote a server or a file: one line, nothing a terminal would obey, and no
         # secret (a key in a URL's userinfo or in the environment).
@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(say("error.line", lang, command=_command(args), message=message), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        from wizard.words import say
+        from wizard.i18n.words import say
 
         print(say("interrupted.line", lang, command=_command(args)), file=sys.stderr)
         return 130
@@ -73,6 +73,6 @@ def _command(args: argparse.Namespace) -> str:
 
 def _masker(args: argparse.Namespace, argv: list[str]) -> Callable[[str], str]:
     from wizard.auth import api_key_from_env, url_secrets
-    from wizard.transcript import Redactor
+    from wizard.record.transcript import Redactor
 
     return Redactor([api_key_from_env(getattr(args, "api_key_env", None)), *url_secrets(*argv)])

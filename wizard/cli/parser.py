@@ -5,7 +5,7 @@ argparse says its own words (``usage:``, the section titles, ``-h``'s help, its 
 through ``gettext``, which answers from the process's locale and a compiled catalogue, and knows
 nothing of ``--lang``. Rather than replace argparse's module globals, the parser is given its
 language and says those words itself: the titles and ``-h`` when it is built, ``usage:`` through
-its formatter, and an error by matching argparse's English template (``wizard.words_cli``). In
+its formatter, and an error by matching argparse's English template (``wizard.i18n.words_cli``). In
 English it changes nothing: every word is argparse's own.
 """
 
@@ -18,7 +18,7 @@ from functools import cache, partial
 from typing import Any, NoReturn
 from unicodedata import east_asian_width
 
-from wizard.words_cli import argparse_error, said
+from wizard.i18n.words_cli import argparse_error, said
 
 
 class WordedFormatter(argparse.HelpFormatter):

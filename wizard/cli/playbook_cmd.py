@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from wizard.words_cli import Words
+    from wizard.i18n.words_cli import Words
 
 
 def register(subparsers: Any, words: Words) -> None:
@@ -45,8 +45,8 @@ def check_command(args: argparse.Namespace) -> int:
             print(problem, file=sys.stderr)
         return 1
     from wizard.cli.inputs import language
+    from wizard.i18n.words import say
     from wizard.playbook import acted_on
-    from wizard.words import say
 
     covered = {item for node in book.nodes.values() for item in node.covers}
     print(say("playbook.ok", language(), path=book.path, nodes=len(book.nodes),
@@ -130,7 +130,7 @@ def _change_cell(change: dict[str, Any] | None) -> str:
         return "-"
     if "compute" not in change:
         return f"`{change['apply']}`"
-    from wizard.changes import COMPUTERS
+    from wizard.levers.changes import COMPUTERS
 
     # The summary paragraph of the computing function's docstring (the rest says how).
     summary = (COMPUTERS[change["compute"]].__doc__ or "").split("\n\n")[0]
@@ -145,7 +145,7 @@ def findings_markdown(book: Any) -> str:
     lines = [
         "# Finding codes",
         "",
-        "Generated from `playbook/vllm-latency.yaml` by `latency-wizard playbook findings`; a test keeps",
+        "Generated from `wizard/playbook/vllm-latency.yaml` by `latency-wizard playbook findings`; a test keeps",
         "this page equal to the playbook. `{a.b}` is a fact of the walk, `{answers.x}` an answer.",
         "",
         "| code | severity | cause | title | evidence | the one change it proposes "

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from wizard.cli.inputs import check_base_url, chosen_language, lang_argument, seconds
 
 if TYPE_CHECKING:
-    from wizard.words_cli import Words
+    from wizard.i18n.words_cli import Words
 
 
 def register(subparsers: Any, words: Words) -> None:
@@ -171,14 +171,14 @@ def _print(
     import json
 
     from wizard.auth import url_secrets
-    from wizard.transcript import Redactor
+    from wizard.record.transcript import Redactor
 
     urls = (getattr(args, name, None) for name in ("target", "proxy"))
     text = Redactor([api_key, *url_secrets(*urls)])(json.dumps(report, indent=2))
     if args.json:
         print(text)
     else:
-        from wizard.render import console
+        from wizard.ui.render import console
 
         console().print(view(json.loads(text), chosen_language(args)), soft_wrap=soft_wrap)
 
@@ -187,10 +187,10 @@ def run_stream(args: argparse.Namespace) -> int:
     """Run the stream probe and print the report."""
     import dataclasses
 
-    from wizard import aio
     from wizard.auth import api_key_from_env, auth_headers
-    from wizard.probes.stream import measure_stream, stream_report
-    from wizard.render import stream_table
+    from wizard.probes.http.stream import measure_stream, stream_report
+    from wizard.ui import aio
+    from wizard.ui.render import stream_table
 
     _check(args, "repeat")
     api_key = api_key_from_env(args.api_key_env)
@@ -213,10 +213,10 @@ def run_load_command(args: argparse.Namespace) -> int:
     import dataclasses
     import sys
 
-    from wizard import aio
     from wizard.auth import api_key_from_env, auth_headers
-    from wizard.probes.load import run_load
-    from wizard.render import LoadProgressView, load_view
+    from wizard.probes.http.load import run_load
+    from wizard.ui import aio
+    from wizard.ui.render import LoadProgressView, load_view
 
     _check(args, "concurrency", "requests")
     if args.warmup < 0:
@@ -261,9 +261,9 @@ def _add_served_models(
 
     import httpx
 
-    from wizard import aio
     from wizard.errors import WizardError
-    from wizard.probes.endpoints import served_models
+    from wizard.probes.http.endpoints import served_models
+    from wizard.ui import aio
 
     if not args.model or summary["succeeded"] or "http_404" not in summary["errors"]:
         return
@@ -283,9 +283,9 @@ async def _with_client(
     """Resolve the model (asking the server when --model is absent), build the spec, measure."""
     import httpx
 
-    from wizard.probes.endpoints import served_model
-    from wizard.probes.lean_http import timing_client
-    from wizard.probes.stream import RequestSpec
+    from wizard.probes.http.endpoints import served_model
+    from wizard.probes.http.lean_http import timing_client
+    from wizard.probes.http.stream import RequestSpec
 
     async with timing_client(timeout=httpx.Timeout(args.timeout, connect=10.0)) as client:
         model = args.model or await served_model(client, args.target, headers)
@@ -303,8 +303,8 @@ async def _metrics_text(url: str, timeout_s: float) -> str:
     import httpx
 
     from wizard.errors import WizardError
-    from wizard.probes.bounded import BoundedRequestError, fetch
-    from wizard.probes.reach import explain_texts
+    from wizard.probes.http.bounded import BoundedRequestError, fetch
+    from wizard.probes.http.reach import explain_texts
 
     async with httpx.AsyncClient(timeout=timeout_s) as client:
         try:
@@ -329,11 +329,13 @@ def run_validate(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from wizard import aio
     from wizard.auth import api_key_from_env, auth_headers
-    from wizard.errors import UsageError, WizardError
-    from wizard.probes.validate import PRESETS, ValidationSpec, find_peak_qps, run_validation
-    from wizard.render import validation_view
+    from wizard.errors import UsageError, WizardError, require_extra
+    from wizard.probes.http.validate import PRESETS, ValidationSpec, find_peak_qps, run_validation
+    from wizard.ui import aio
+
+    require_extra("loadgen", "latency-wizard probe validate")  # before a request is sent
+    from wizard.ui.render import validation_view
 
     _check(args, "min_queries", "max_in_flight", "max_runs")
     if args.qps <= 0 or args.min_duration <= 0:
@@ -393,10 +395,10 @@ def run_validate(args: argparse.Namespace) -> int:
 
 def run_proxy(args: argparse.Namespace) -> int:
     """Compare the two paths and print the verdict."""
-    from wizard import aio
     from wizard.auth import api_key_from_env, auth_headers
-    from wizard.probes.proxy_compare import compare_paths
-    from wizard.render import proxy_view
+    from wizard.probes.http.proxy_compare import compare_paths
+    from wizard.ui import aio
+    from wizard.ui.render import proxy_view
 
     for url in (args.target, args.proxy):
         check_base_url(url)
@@ -420,8 +422,8 @@ def run_nginx_config(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from wizard.probes.nginx_config import analyse
-    from wizard.render import console, nginx_config_view
+    from wizard.probes.readers.nginx_config import analyse
+    from wizard.ui.render import console, nginx_config_view
 
     report = analyse(Path(args.path), args.worst_gap_ms)
     if args.json:
@@ -437,11 +439,11 @@ def run_metrics(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from wizard import aio
     from wizard.errors import UsageError, WizardError
     from wizard.files import read_bytes
-    from wizard.probes.bounded import MAX_BODY_BYTES  # a saved /metrics: as one scraped
-    from wizard.probes.metrics import delta, parse
+    from wizard.probes.http.bounded import MAX_BODY_BYTES  # a saved /metrics: as one scraped
+    from wizard.probes.readers.metrics import delta, parse
+    from wizard.ui import aio
 
     def read_text(path: str) -> str:
         try:
@@ -477,8 +479,8 @@ def run_metrics(args: argparse.Namespace) -> int:
     elif lang != "en":  # labelled facts; English keeps the key lines scripts read
         from rich.text import Text
 
-        from wizard.render import console
-        from wizard.render_facts import fact_lines
+        from wizard.ui.render import console
+        from wizard.ui.render_facts import fact_lines
 
         console().print(Text("\n".join(fact_lines(snapshot, lang))), soft_wrap=True)
     else:
@@ -494,11 +496,11 @@ def run_endpoints(args: argparse.Namespace) -> int:
     """Check the entry point and print what was found."""
     from rich.text import Text
 
-    from wizard import aio
     from wizard.auth import api_key_from_env, auth_headers
     from wizard.cli.run import preflight
-    from wizard.probes.endpoints import probe
+    from wizard.probes.http.endpoints import probe
     from wizard.probes.runner import ProbeContext
+    from wizard.ui import aio
 
     preflight(args.target, timeout_s=args.timeout, log_hint="'latency-wizard probe vllm-log FILE'")
     api_key = api_key_from_env(args.api_key_env)
@@ -507,7 +509,7 @@ def run_endpoints(args: argparse.Namespace) -> int:
 
     def view(shown: dict[str, Any], lang: str) -> Text:
         if lang != "en":
-            from wizard.render_facts import fact_lines
+            from wizard.ui.render_facts import fact_lines
 
             return Text("\n".join(fact_lines(shown, lang)))
         return Text("\n".join(f"{key}: {value}" for key, value in shown.items()))
@@ -524,10 +526,10 @@ def run_vllm_log(args: argparse.Namespace) -> int:
 
     from wizard.cli.inputs import text_input
     from wizard.errors import UsageError, WizardError
-    from wizard.probes import vllm_logs
-    from wizard.render_events import log_line
-    from wizard.terminal import printable
-    from wizard.words import say
+    from wizard.i18n.words import say
+    from wizard.probes.readers import vllm_logs
+    from wizard.record.terminal import printable
+    from wizard.ui.render_events import log_line
 
     try:
         if args.file != "-" and Path(args.file).is_dir():

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from wizard.cli.inputs import chosen_language, lang_argument, seconds
 
 if TYPE_CHECKING:
-    from wizard.words_cli import Words
+    from wizard.i18n.words_cli import Words
 
 
 def register(probes: Any, words: Words) -> None:
@@ -36,8 +36,8 @@ def read(args: argparse.Namespace) -> dict[str, Any]:
     """The fleet report for the parsed flags (UsageError / WizardError with one line)."""
     import httpx
 
-    from wizard import aio
     from wizard.probes.fleet import FleetQuery, read_fleet
+    from wizard.ui import aio
 
     query = FleetQuery(args.prometheus, args.window, args.job)
 
@@ -52,7 +52,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     """Print the fleet report."""
     import json
 
-    from wizard.render import console, fleet_view
+    from wizard.ui.render import console, fleet_view
 
     report = read(args)
     if args.json:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from wizard.cli.inputs import chosen_language, lang_argument
 
 if TYPE_CHECKING:
-    from wizard.words_cli import Words
+    from wizard.i18n.words_cli import Words
 
 
 def register(probes: Any, words: Words) -> None:
@@ -39,8 +39,8 @@ def run_host(args: argparse.Namespace) -> int:
     """Print what is known about the GPU host."""
     import json
 
-    from wizard.probes.host import gather
-    from wizard.render_events import host_line
+    from wizard.probes.readers.host import gather
+    from wizard.ui.render_events import host_line
 
     facts = gather(args.host_evidence)
     if args.json:
@@ -65,13 +65,13 @@ def run_topology(args: argparse.Namespace) -> int:
 
     from wizard.cli.inputs import text_input
     from wizard.files import read_handle
-    from wizard.probes.topology import (
+    from wizard.i18n.words import say, value_word
+    from wizard.probes.readers.topology import (
         MAX_TOPOLOGY_CHARS,
         TOPOLOGY_ERRORS,
         interconnect,
         parse_topology,
     )
-    from wizard.words import say, value_word
 
     with text_input(args.file) as handle:
         text = read_handle(handle, MAX_TOPOLOGY_CHARS, args.file)

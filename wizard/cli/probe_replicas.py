@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from wizard.cli.inputs import chosen_language, lang_argument, seconds
 
 if TYPE_CHECKING:
-    from wizard.words_cli import Words
+    from wizard.i18n.words_cli import Words
 
 
 def register(probes: Any, words: Words) -> None:
@@ -46,13 +46,13 @@ def run_replicas(args: argparse.Namespace) -> int:
     """Measure and print the report."""
     import json
 
-    from wizard import aio
     from wizard.auth import api_key_from_env, auth_headers
     from wizard.errors import UsageError
-    from wizard.probes import replica_sources
-    from wizard.probes.replicas import measure_replicas
+    from wizard.probes.fleet import replica_sources
+    from wizard.probes.fleet.replicas import measure_replicas
     from wizard.probes.runner import ProbeContext
-    from wizard.render import console, replicas_view
+    from wizard.ui import aio
+    from wizard.ui.render import console, replicas_view
 
     if args.proxy and not args.proxy.startswith(("http://", "https://")):
         raise UsageError.said("error.flag_not_http", flag="--proxy", url=repr(args.proxy))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from wizard.cli.inputs import language, transcript_input
 
 if TYPE_CHECKING:
-    from wizard.words_cli import Words
+    from wizard.i18n.words_cli import Words
 
 
 def register(subparsers: Any, words: Words) -> None:
@@ -42,9 +42,9 @@ def register(subparsers: Any, words: Words) -> None:
 
 def replay_command(args: argparse.Namespace) -> int:
     """Verify and render; optionally re-measure."""
-    from wizard.render import console
-    from wizard.render_events import render_event
-    from wizard.words import say
+    from wizard.i18n.words import say
+    from wizard.ui.render import console
+    from wizard.ui.render_events import render_event
 
     loaded = transcript_input(args)
     lang = args.lang or loaded.header.get("lang", "en")
@@ -66,13 +66,13 @@ def replay_command(args: argparse.Namespace) -> int:
 
 
 def _rerun(loaded: Any, args: argparse.Namespace, screen: Any) -> int:
-    from wizard import aio
     from wizard.auth import api_key_from_env, auth_headers, without_userinfo
     from wizard.cli import authority
     from wizard.measure import Measurement, MeasurementSpec, compare
-    from wizard.probes.load import run_load
-    from wizard.probes.stream import RequestSpec
-    from wizard.render_events import render_event
+    from wizard.probes.http.load import run_load
+    from wizard.probes.http.stream import RequestSpec
+    from wizard.ui import aio
+    from wizard.ui.render_events import render_event
 
     recorded = [e["data"] for e in loaded.events if e["type"] == "measurement"]
     if not recorded:
@@ -123,8 +123,8 @@ def export_command(args: argparse.Namespace) -> int:
     from wizard import report
     from wizard.cli import output
     from wizard.errors import UsageError
-    from wizard.terminal import printable
-    from wizard.words import say
+    from wizard.i18n.words import say
+    from wizard.record.terminal import printable
 
     loaded = transcript_input(args)
     if args.output:
@@ -135,15 +135,15 @@ def export_command(args: argparse.Namespace) -> int:
         text = re.sub(r"[\x7f-\x9f]", lambda m: f"\\u{ord(m[0]):04x}",
                       json.dumps(model, indent=2, ensure_ascii=False)) + "\n"  # fmt: skip
     elif args.format == "html":
-        from wizard.report_html import html_page
+        from wizard.report.html import html_page
 
         text = html_page(model)
     elif args.format == "text":
-        from wizard.report_text import text as plain_text
+        from wizard.report.text import text as plain_text
 
         text = plain_text(model)
     else:
-        from wizard.report_md import markdown
+        from wizard.report.md import markdown
 
         text = markdown(model)
     if args.format != "json":  # a ticket or a terminal: no control sequence from the sessions' text

@@ -13,13 +13,14 @@ from wizard.cli.inputs import (
     check_nginx_conf,
     check_transcript_path,
     count,
+    default_language,
     language,
     seconds,
     transcript_input,
 )
 
 if TYPE_CHECKING:
-    from wizard.words_cli import Words
+    from wizard.i18n.words_cli import Words
 
 
 def register(subparsers: Any, words: Words) -> None:
@@ -71,7 +72,7 @@ def register(subparsers: Any, words: Words) -> None:
 
 def rounds_argument(parser: argparse.ArgumentParser, words: Words, default: str = "full") -> None:
     """``--rounds`` (run, demo): how much each round measures (vocabulary.ROUND_DEPTHS)."""
-    from wizard.vocabulary import ROUND_DEPTHS
+    from wizard.playbook.vocabulary import ROUND_DEPTHS
 
     parser.add_argument("--rounds", choices=ROUND_DEPTHS, help=words("run.rounds", default=default))
     parser.set_defaults(rounds_default=default)
@@ -81,7 +82,7 @@ def chosen_rounds(args: argparse.Namespace) -> str:
     """``--rounds``, else ``$LATENCY_WIZARD_ROUNDS`` (the test suite sets it), else the command's
     own default (full for ``run``, brief for the demo)."""
     from wizard.errors import UsageError
-    from wizard.vocabulary import ROUND_DEPTHS
+    from wizard.playbook.vocabulary import ROUND_DEPTHS
 
     if args.rounds:
         return str(args.rounds)
@@ -114,19 +115,11 @@ def operator_arguments(parser: argparse.ArgumentParser, words: Words) -> None:
     parser.add_argument("--lang", choices=["en", "zh"], help=words("walk.lang"))
 
 
-def default_language() -> str:
-    """zh when the locale says Chinese, else en."""
-    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
-        value = os.environ.get(name, "")
-        if value:
-            return "zh" if value.lower().startswith("zh") else "en"
-    return "en"
-
-
 def choose_operator(args: argparse.Namespace, playbook: Any, applier: Any = None) -> Any:
     """The operator the flags ask for; without a TTY one of --auto/--answers is required."""
     from wizard.errors import UsageError
-    from wizard.operator import AutoOperator, InteractiveOperator, ScriptedOperator
+    from wizard.ui.interactive import InteractiveOperator
+    from wizard.walk.operator import AutoOperator, ScriptedOperator
 
     if args.auto:
         return AutoOperator(applier)
@@ -153,7 +146,7 @@ def run_command(args: argparse.Namespace) -> int:
     from wizard import playbook as playbook_module
     from wizard.auth import api_key_from_env, url_secrets
     from wizard.errors import UsageError
-    from wizard.transcript import Redactor
+    from wizard.record.transcript import Redactor
     from wizard.workload import from_arguments
 
     # Every input is read and checked before the first request (Prometheus, the target): a broken
@@ -167,7 +160,7 @@ def run_command(args: argparse.Namespace) -> int:
     for url in filter(None, (args.target, args.proxy)):
         check_base_url(url)
     if args.replica:
-        from wizard.probes.replica_sources import from_list
+        from wizard.probes.fleet.replica_sources import from_list
 
         from_list(args.replica)  # a bad URL is a usage error before anything runs
     book = playbook_module.load(args.playbook or playbook_module.DEFAULT_PLAYBOOK)
@@ -196,7 +189,7 @@ def _budget(args: argparse.Namespace, book: Any, workload: Any, operator: Any,
             fleet: dict[str, Any] | None) -> dict[str, Any]:  # fmt: skip
     """The load the walk will send, printed before its first request; a person at the terminal
     consents to it once (an explicit answer), else nothing is sent nor written."""
-    from wizard.operator import InteractiveOperator
+    from wizard.ui.interactive import InteractiveOperator
 
     lang = args.lang or default_language()
     known = {"proxy": args.proxy, "target": args.target, "nginx_conf": args.nginx_conf,
@@ -211,13 +204,14 @@ def show_budget(book: Any, workload: Any, known: dict[str, Any], args: argparse.
     printed; with ``consent``, asked once at the terminal. ``known``: the session's proxy,
     target, nginx config, listed replicas and the fleet read at the start of ``run`` (what the
     replicas probe will find); ``args``: --max-requests, --deadline, --timeout."""
-    from wizard import aio, budget, prompts
     from wizard.auth import without_userinfo
-    from wizard.engine import session_facts
     from wizard.errors import WizardError
-    from wizard.render import console
-    from wizard.render_budget import budget_text
-    from wizard.words import texts
+    from wizard.i18n.words import texts
+    from wizard.ui import aio, prompts
+    from wizard.ui.render import console
+    from wizard.ui.render_budget import budget_text
+    from wizard.walk import budget
+    from wizard.walk.engine import session_facts
 
     session = session_facts(known["proxy"], known["target"], known["nginx_conf"], workload)
     rounds = budget.known_replica_rounds(known["replicas"], known["nginx_conf"],
@@ -240,7 +234,7 @@ def _read_fleet(args: argparse.Namespace) -> dict[str, Any] | None:
     differs (its URL from Prometheus' targets). The same report is recorded by the walk."""
     from wizard.cli import probe_fleet
     from wizard.errors import UsageError
-    from wizard.words import say
+    from wizard.i18n.words import say
 
     if args.prometheus is None:
         return None
@@ -275,7 +269,7 @@ def check_evidence_paths(args: argparse.Namespace) -> None:
             raise UsageError.said("error.flag_unreadable", flag=flag, path=given)
     if log and Path(log).is_dir():
         from wizard.errors import WizardError
-        from wizard.probes.vllm_logs import log_files
+        from wizard.probes.readers.vllm_logs import log_files
 
         try:
             log_files(Path(log))
@@ -305,12 +299,12 @@ def preflight(
     """
     import httpx
 
-    from wizard import aio
     from wizard.auth import without_userinfo
     from wizard.errors import WizardError
-    from wizard.probes.bounded import BoundedRequestError, headers_within_deadline
-    from wizard.probes.reach import explain_texts, server_down
-    from wizard.words import texts
+    from wizard.i18n.words import texts
+    from wizard.probes.http.bounded import BoundedRequestError, headers_within_deadline
+    from wizard.probes.http.reach import explain_texts, server_down
+    from wizard.ui import aio
 
     try:
         aio.run(
@@ -333,7 +327,7 @@ def preflight(
         if log_tells:
             raise WizardError.said("error.log_hint", message=message, hint=log_hint)
         raise WizardError(message["en"], message)
-    from wizard.words import say
+    from wizard.i18n.words import say
 
     lang = language()
     print(say("note.reading_log", lang, message=message.get(lang, message["en"])), file=sys.stderr)
@@ -342,10 +336,10 @@ def preflight(
 def _create(path: Path, header: dict[str, Any], redactor: Any) -> Any:
     """The transcript's writer, its header written. A Ctrl-C meanwhile is held until the walk
     starts (``execute``), which keeps the transcript and prints how to resume it."""
-    from wizard import interrupt
     from wizard.errors import UsageError
-    from wizard.transcript import TranscriptWriter
-    from wizard.words import WORDS
+    from wizard.i18n.words import WORDS
+    from wizard.record.transcript import TranscriptWriter
+    from wizard.ui import interrupt
 
     try:
         with interrupt.held():
@@ -360,11 +354,11 @@ def _create(path: Path, header: dict[str, Any], redactor: Any) -> Any:
 def resume_command(args: argparse.Namespace) -> int:
     """Continue an interrupted walk from its transcript."""
     from wizard import playbook as playbook_module
-    from wizard import transcript
     from wizard.auth import api_key_from_env, url_secrets
     from wizard.cli import authority
     from wizard.errors import UsageError
-    from wizard.words import texts
+    from wizard.i18n.words import texts
+    from wizard.record import transcript
 
     loaded = transcript_input(args)
     if loaded.complete:
@@ -445,7 +439,7 @@ def _spinner(screen: Any, lang: str) -> tuple[Any, Any]:
     current: list[tuple[Any, dict[str, Any]]] = []
 
     def busy(call: dict[str, Any] | None) -> None:
-        from wizard.render_events import busy_text
+        from wizard.ui.render_events import busy_text
 
         while current:
             current.pop()[0].stop()
@@ -455,7 +449,7 @@ def _spinner(screen: Any, lang: str) -> tuple[Any, Any]:
             current.append((status, call))
 
     def progress(now: dict[str, Any]) -> None:
-        from wizard.render_events import progress_text
+        from wizard.ui.render_events import progress_text
 
         if current:  # LoadGen reports from its own thread; rich's Live updates under a lock
             status, call = current[-1]
@@ -468,13 +462,15 @@ def _walk(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_k
           header: dict[str, Any], events: list[dict[str, Any]], fleet: dict[str, Any] | None,
           lang: str, planned: dict[str, Any] | None = None) -> tuple[Any, Any]:  # fmt: skip
     """Set the session up and walk; return the console and the session."""
-    from wizard import aio
     from wizard.auth import auth_headers
-    from wizard.engine import Session, check_resumed_server, restore, walk
+    from wizard.i18n.words import say
     from wizard.probes.runner import ProbeContext
-    from wizard.render import console
-    from wizard.render_events import render_event
-    from wizard.words import say
+    from wizard.ui import aio
+    from wizard.ui.render import console
+    from wizard.ui.render_events import render_event
+    from wizard.walk.engine import walk
+    from wizard.walk.resume import check_resumed_server, restore
+    from wizard.walk.session import Session
     from wizard.workload import Workload
 
     screen = console()
@@ -503,7 +499,7 @@ def _walk(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api_k
         planned = show_budget(book, context.workload, known, args, lang, False, start)
     if planned is not None:
         # Shown before the first request; recorded, not shown again. The deadline runs from here.
-        from wizard.budget import Limits
+        from wizard.walk.budget import Limits
 
         writer.append("budget", None, planned)
         session.limits = Limits(planned["deadline_s"], planned["max_requests"],
@@ -529,8 +525,8 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
         screen, session = _walk(book, writer, operator, args, api_key, header, events, fleet, lang,
                                 planned)  # fmt: skip
     except KeyboardInterrupt:
-        from wizard.render import console
-        from wizard.words import say
+        from wizard.i18n.words import say
+        from wizard.ui.render import console
 
         screen = console()
         screen.print(say("end.interrupted", lang, path=writer.path), soft_wrap=True)
@@ -539,8 +535,8 @@ def execute(book: Any, writer: Any, operator: Any, args: argparse.Namespace, api
         return 130
     finally:
         writer.close()
-    from wizard.engine import UNMEASURABLE_CAUSES, outcome
-    from wizard.words import say
+    from wizard.i18n.words import say
+    from wizard.walk.engine import UNMEASURABLE_CAUSES, outcome
 
     _print_answer(screen, writer.path, lang)
     screen.print(say("end.transcript", lang, path=writer.path), soft_wrap=True)
@@ -576,10 +572,11 @@ def _print_answer(screen: Any, path: Path, lang: str) -> None:
     from rich.markup import escape
     from rich.rule import Rule
 
-    from wizard import report, transcript
-    from wizard.report_text import answer_lines
-    from wizard.walk_waterfall import lines
-    from wizard.words import say
+    from wizard import report
+    from wizard.i18n.words import say
+    from wizard.record import transcript
+    from wizard.report.text import answer_lines
+    from wizard.report.walk_waterfall import lines
 
     built = report.build(transcript.load(path), lang)
     screen.print(Rule(f"[bold]{escape(say('tldr', lang))}[/]"))

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from wizard.words_cli import Words
+    from wizard.i18n.words_cli import Words
 
 DEMO_API_KEY = "demo-key"
 
 # (flag, dest, type) for the engine knobs that take a value; None means "vLLM's default". Each
-# one's help is ``sim.DEST`` in wizard.words_cli.
+# one's help is ``sim.DEST`` in wizard.i18n.words_cli.
 VALUE_FLAGS: tuple[tuple[tuple[str, ...], str, type], ...] = (
     (("--max-num-batched-tokens",), "max_num_batched_tokens", int),
     (("--max-num-seqs",), "max_num_seqs", int),
@@ -165,6 +165,9 @@ def logged_args(
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted, or list scenarios."""
+    from wizard.errors import require_extra
+
+    require_extra("sim", "latency-wizard sim")  # before the simulator's imports need it
     from wizard.sim.config import SimConfig
     from wizard.sim.run import announce_listening, announce_ready, serve
     from wizard.sim.scenarios import SCENARIOS, get_scenario
@@ -184,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     if scenario.name == "auth-required" and not api_key:
         api_key = DEMO_API_KEY
         from wizard.cli.inputs import language
-        from wizard.words import say
+        from wizard.i18n.words import say
 
         print(say("note.sim_demo_key", language(), demo_key=DEMO_API_KEY), file=sys.stderr)
     # What a user would have typed on `vllm serve` for this scenario, plus the explicit flags.

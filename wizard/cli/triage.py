@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from wizard.cli.inputs import check_base_url, chosen_language, seconds
 
 if TYPE_CHECKING:
-    from wizard.words_cli import Words
+    from wizard.i18n.words_cli import Words
 
 
 def register(subparsers: Any, words: Words) -> None:
@@ -65,18 +65,18 @@ def _files(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError.cannot_read(path, FileNotFoundError(2, "No such file or directory"))
     if args.vllm_log:
         from wizard.errors import WizardError
-        from wizard.probes import vllm_logs
+        from wizard.probes.readers import vllm_logs
 
         try:
             found["log"] = vllm_logs.read_path(args.vllm_log)
         except WizardError as exc:  # a folder without a log: as a file that cannot be read
             raise UsageError(str(exc), exc.texts) from None
     if args.nginx_conf:
-        from wizard.probes import nginx_config
+        from wizard.probes.readers import nginx_config
 
         found["nginx"] = nginx_config.analyse(Path(args.nginx_conf))
     if args.nginx_access_log:
-        from wizard.probes import nginx_access
+        from wizard.probes.readers import nginx_access
 
         try:
             found["access"] = nginx_access.read_path(args.nginx_access_log)
@@ -91,8 +91,10 @@ def read(args: argparse.Namespace) -> dict[str, Any]:
 
     import httpx
 
-    from wizard import aio, triage, waterfall
+    from wizard import triage
     from wizard.auth import api_key_from_env, auth_headers
+    from wizard.measure import waterfall
+    from wizard.ui import aio
 
     began = time.monotonic()
     _check(args)
@@ -102,7 +104,7 @@ def read(args: argparse.Namespace) -> dict[str, Any]:
     async def go() -> tuple[dict[str, Any], dict[str, Any] | None]:
         import asyncio
 
-        from wizard.probes import passive
+        from wizard.probes.readers import passive
 
         timeout = httpx.Timeout(args.timeout, connect=min(args.timeout, 3.0))
         async with httpx.AsyncClient(timeout=timeout) as client:
@@ -134,7 +136,7 @@ async def _history(client: Any, args: argparse.Namespace) -> dict[str, Any]:
     """Prometheus' window, or why it could not be read (triage goes on without it)."""
     from wizard.errors import WizardError
     from wizard.probes.fleet import FleetQuery
-    from wizard.probes.history import read_history
+    from wizard.probes.fleet.history import read_history
 
     query = FleetQuery(args.prometheus, args.window, args.job)
     try:
@@ -148,7 +150,7 @@ def run_triage(args: argparse.Namespace) -> int:
     import json
 
     from wizard.auth import api_key_from_env, url_secrets
-    from wizard.transcript import Redactor
+    from wizard.record.transcript import Redactor
 
     if args.prometheus:
         from wizard.probes.fleet import FleetQuery
@@ -161,12 +163,12 @@ def run_triage(args: argparse.Namespace) -> int:
     if args.json:
         print(mask(json.dumps(report, indent=2)))
     elif args.format == "text":
-        from wizard.render_triage import triage_lines
+        from wizard.ui.render_triage import triage_lines
 
         print(mask("\n".join(triage_lines(report, lang))))
     else:
-        from wizard.render import console
-        from wizard.render_triage import triage_view
+        from wizard.ui.render import console
+        from wizard.ui.render_triage import triage_view
 
         console().print(triage_view(report, lang, mask))
     # 3 when a class is named, as `run` ends 3 when a cause remains; 0 when none is.

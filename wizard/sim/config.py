@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from wizard.errors import ConfigError
-from wizard.vllm_defaults import CPU_BATCH_DEFAULTS, default_batch_limits
+from wizard.levers.vllm_defaults import CPU_BATCH_DEFAULTS, default_batch_limits
 
 GIB = 1024**3
 

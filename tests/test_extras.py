@@ -1,0 +1,53 @@
+"""The optional parts of the install: a command that needs one it lacks says which, in one line.
+
+`pip install latency-wizard` leaves out the simulator's web stack (`[sim]`) and MLPerf LoadGen
+(`[loadgen]`). Each test runs the real command line in a fresh interpreter where those modules
+cannot be imported, as in such an install; what works without them still works.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "transcripts" / "examples" / "1-kv-pressure-direct.ndjson"
+
+
+def without(modules: tuple[str, ...], *args: str) -> subprocess.CompletedProcess[str]:
+    """``latency-wizard ARGS`` with ``modules`` unimportable (None in sys.modules)."""
+    script = (
+        "import sys\n"
+        f"for name in {modules!r}: sys.modules[name] = None\n"
+        "from wizard.cli.main import main\n"
+        f"sys.exit(main({list(args)!r}))\n"
+    )
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL)  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["sim", "demo"])
+def test_the_simulator_without_its_part_names_it(command: str) -> None:
+    done = without(("starlette", "uvicorn"), command)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        f"latency-wizard {command}: error: latency-wizard {command} needs the optional 'sim' part "
+        "(starlette, uvicorn not installed): pip install 'latency-wizard[sim]'"
+    ]
+    assert "Traceback" not in done.stderr and not done.stdout
+
+
+def test_loadgen_without_its_part_names_it_and_replay_export_and_help_work() -> None:
+    done = without(("mlperf_loadgen",), "probe", "validate", "--target", "http://127.0.0.1:9",
+                   "--scenario", "SingleStream")  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "pip install 'latency-wizard[loadgen]'" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    everything = ("starlette", "uvicorn", "mlperf_loadgen")
+    for args in (["--help"], ["replay", str(EXAMPLE)], ["export", str(EXAMPLE), "--format", "md"]):
+        done = without(everything, *args)
+        assert done.returncode == 0, (args, done.stderr[-2000:])
+        assert done.stdout.strip(), args
