@@ -2,8 +2,10 @@
 
 The engine knows no terminal. It talks to an Operator (answers, decisions), the probe runner and
 the transcript writer, and hands every event it writes to ``on_event`` so a renderer can show it.
-Its state (facts, answers, findings, measurements, changes) is rebuilt from a transcript's events
-by ``restore``, which is how ``resume`` continues a killed session.
+Its state (``session.py``) is rebuilt from a transcript's events by ``resume.restore``, which is
+how ``resume`` continues a killed session. A node's probes run in ``rounds.py``, a finding's
+change is decided and proven in ``one_change.py``, rounds are judged in ``comparisons.py``, and a
+finding's evidence is worded in ``evidence.py``.
 """
 
 from __future__ import annotations
