@@ -143,11 +143,11 @@ FORCED = {
     # command without the resume hint (1 in 60 signals at the header under load 9).
     "header written": "wizard.record.transcript:TranscriptWriter.create:1:plain:return",
     # Raised while the walk is being set up: it used to end the command without the resume hint.
-    "setting up": "wizard.walk.engine:Session:1:plain",
+    "setting up": "wizard.walk.session:Session:1:plain",
     # Dropped by CPython inside a weakref callback: the walk used to run to its end, exit 0.
     "swallowed": "wizard.ui.aio:run:2:weakref",
     # Raised inside exec'd code: `python -m` used to exit by SIGINT (-2), not with 130.
-    "in exec": "wizard.walk.engine:Session:1:exec",
+    "in exec": "wizard.walk.session:Session:1:exec",
     # Raised as the walk's event loop starts, before the walk's coroutine is awaited (the demo's
     # Ctrl-C in setting up, once in a CI rehearsal): it used to warn "coroutine 'walk' was never
     # awaited" on the way out. `interrupt.watch` is called twice per `aio.run`; the walk's is the

@@ -93,7 +93,7 @@ def test_a_key_inside_a_log_or_a_config_is_shown_nowhere(
 
 
 def test_resume_asks_for_masked_credentials_again(healthy_sim: SimProcess, tmp_path: Path) -> None:
-    lines = Path(transcript.__file__).parent.parent / "transcripts" / "examples"
+    lines = Path(transcript.__file__).parents[2] / "transcripts" / "examples"
     example = sorted(lines.glob("*.ndjson"))[0].read_text().splitlines(keepends=True)
     header = json.loads(example[0])
     header["target"] = "http://***@127.0.0.1:1"
@@ -203,7 +203,7 @@ def test_markdown_export_shows_a_hostile_name_inert(tmp_path: Path) -> None:
     from tests.forge import read_records, write_rechained
 
     name = "<img src=x onerror=alert(1)>![t](http://127.0.0.1:9/pixel.png)"
-    examples = Path(transcript.__file__).parent.parent / "transcripts" / "examples"
+    examples = Path(transcript.__file__).parents[2] / "transcripts" / "examples"
     header, events = read_records(sorted(examples.glob("*.ndjson"))[0])
 
     def named(value: object) -> object:

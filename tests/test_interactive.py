@@ -273,7 +273,7 @@ def test_a_refused_typed_answer_is_said_in_the_walks_language(tmp_path: Path) ->
     script = tmp_path / "ask.py"
     script.write_text(
         "import asyncio\n"
-        "from wizard.walk.operator import InteractiveOperator\n"
+        "from wizard.ui.interactive import InteractiveOperator\n"
         "from wizard.playbook import Question\n"
         "q = Question('gpus', 'number', {'en': 'How many GPUs?', 'zh': '几张 GPU？'})\n"
         "print('ANSWER', asyncio.run(InteractiveOperator().ask(q, 1, 'zh')))\n"
