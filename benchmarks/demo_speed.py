@@ -41,7 +41,7 @@ def requests_sent(path: Path) -> int:
     return sent
 
 
-DEMO_DEFAULT = "brief (the demo's default)"
+DEMO_DEFAULT = "none given (the demo's own default)"
 
 
 def one_run(workdir: Path, number: int, rounds: str | None) -> tuple[float, int, int]:
