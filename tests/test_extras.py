@@ -1,7 +1,7 @@
 """The optional parts of the install: a command that needs one it lacks says which, in one line.
 
-`pip install latency-wizard` leaves out the simulator's web stack (`[sim]`) and MLPerf LoadGen
-(`[loadgen]`). Each test runs the real command line in a fresh interpreter where those modules
+`pip install latency-wizard` leaves out the simulator's web stack (`[sim]`), MLPerf LoadGen
+(`[loadgen]`) and uvloop (`[timing]`). Each test runs the real command line in a fresh interpreter where those modules
 cannot be imported, as in such an install; what works without them still works.
 """
 
@@ -46,8 +46,25 @@ def test_loadgen_without_its_part_names_it_and_replay_export_and_help_work() -> 
     assert done.returncode == 1, done.stderr
     assert "pip install 'latency-wizard[loadgen]'" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-    everything = ("starlette", "uvicorn", "mlperf_loadgen")
+    everything = ("starlette", "uvicorn", "mlperf_loadgen", "uvloop", "numpy", "networkx")
     for args in (["--help"], ["replay", str(EXAMPLE)], ["export", str(EXAMPLE), "--format", "md"]):
         done = without(everything, *args)
         assert done.returncode == 0, (args, done.stderr[-2000:])
         assert done.stdout.strip(), args
+
+
+def test_the_client_runs_on_asyncios_loop_without_uvloop() -> None:
+    """Without ``[timing]`` the client's event loop is asyncio's own: a measurement still runs."""
+    script = (
+        "import sys\n"
+        "sys.modules['uvloop'] = None\n"
+        "import asyncio\n"
+        "from wizard.ui import aio\n"
+        "async def which():\n"
+        "    return type(asyncio.get_running_loop()).__module__\n"
+        "print(aio.run(which()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().startswith("asyncio"), done.stdout

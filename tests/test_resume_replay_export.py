@@ -91,7 +91,7 @@ def test_a_kill_at_any_line_leaves_a_prefix_that_verifies_and_restores(
         assert not partial.complete and len(partial.events) == count - 1
         session = Session(book, ProbeContext(target=healthy_sim.url), None, None)
         at = restore(session, partial.events)
-        assert at == END or at in book.graph, (count, at)
+        assert at == END or at in book.nodes, (count, at)
         # The same kill in the middle of writing the next line: salvage keeps this prefix.
         cut.write_bytes(b"".join(lines[:count]) + lines[count][: len(lines[count]) // 2])
         salvaged = transcript.load(cut, salvage=True)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -154,8 +155,6 @@ NEAR_ZERO_MS = 0.5
 NEAR_ZERO = "near_zero_median"
 TOO_WIDE = "band_too_wide"
 FEW_SAMPLES = "too_few_samples"
-# Bootstrap resamples are drawn in blocks of at most this many values (memory, not speed).
-_BLOCK_VALUES = 2_000_000
 
 
 def compare_values(
@@ -188,15 +187,14 @@ def compare_values(
                           samples=counts, reason=FEW_SAMPLES)  # fmt: skip
     b_boot, a_boot = _bootstrap_medians((before, after), resamples, seed)
     tail = (1 - confidence) / 2
-    diffs = a_boot - b_boot
-    diff_low, diff_high = (float(v) for v in _quantiles(diffs, tail))
+    diff_low, diff_high = _quantiles([a - b for a, b in zip(a_boot, b_boot, strict=True)], tail)
     change = a50 - b50
     if min(b50, a50) < NEAR_ZERO_MS:
         verdict = _judge(diff_low, diff_high, NEAR_ZERO_MS)
         return Comparison(segment, b50, a50, change, diff_low, diff_high, None, verdict,
                           samples=counts, reason=NEAR_ZERO)  # fmt: skip
-    log_ratios = _log(a_boot) - _log(b_boot)
-    low_log, high_log = (float(v) for v in _quantiles(log_ratios, tail))
+    log_ratios = [a - b for a, b in zip(_log(a_boot), _log(b_boot), strict=True)]
+    low_log, high_log = _quantiles(log_ratios, tail)
     verdict = _judge(low_log, high_log, math.log1p(band))
     reason = None
     if band > MAX_BAND:
@@ -220,38 +218,56 @@ def _judge(low: float, high: float, band: float) -> Verdict:
     return "inconclusive"
 
 
-def _bootstrap_medians(samples: Sequence[Sequence[float]], resamples: int, seed: int) -> list[Any]:
-    """Each sample's median over ``resamples`` bootstrap resamples, vectorised (numpy)."""
-    import numpy as np  # lazily: --help and the CLI's start never need it
+def _bootstrap_medians(
+    samples: Sequence[Sequence[float]], resamples: int, seed: int
+) -> list[list[float]]:
+    """Each sample's median over ``resamples`` bootstrap resamples, drawn exactly without drawing
+    the resamples.
 
-    rng = np.random.default_rng(seed)
+    A resample of n values is n uniform picks of an index; its k-th smallest pick is the k-th order
+    statistic of n uniforms, which is Beta(k, n - k + 1), and given it the next one up is the least
+    of the n - k picks left, uniform above it: u + (1 - u) * (1 - V ** (1 / (n - k))). The median
+    (the middle value, or the mean of the two middle ones) is the sorted data at those picks: the
+    same distribution as sorting each resample (numpy's median of resampled rows, which this
+    replaced), at two random numbers per resample whatever n is.
+    """
+    rng = random.Random(seed)
     medians = []
     for values in samples:
-        data = np.asarray(values, dtype=float)
-        block = max(1, _BLOCK_VALUES // data.size)
-        parts = [
-            np.median(
-                data[rng.integers(0, data.size, size=(min(block, resamples - at), data.size))],
-                axis=1,
-            )
-            for at in range(0, resamples, block)
-        ]
-        medians.append(np.concatenate(parts))
+        data = sorted(values)
+        n = len(data)
+        middle = (n + 1) // 2  # the k of the (lower) middle order statistic
+        beyond = 1.0 / (n - middle) if n % 2 == 0 else 0.0
+        drawn: list[float] = []
+        for _ in range(resamples):
+            low = rng.betavariate(middle, n - middle + 1)
+            lower = data[min(n - 1, int(n * low))]
+            if not beyond:
+                drawn.append(lower)
+                continue
+            high = low + (1.0 - low) * (1.0 - rng.random() ** beyond)
+            drawn.append((lower + data[min(n - 1, int(n * high))]) / 2)
+        medians.append(drawn)
     return medians
 
 
-def _quantiles(values: Any, tail: float) -> tuple[float, float]:
-    import numpy as np
+def _quantiles(values: Sequence[float], tail: float) -> tuple[float, float]:
+    """The ``tail`` and ``1 - tail`` quantiles, interpolated between closest ranks (numpy's and
+    R's default, type 7)."""
+    ordered = sorted(values)
 
-    low, high = np.quantile(values, [tail, 1 - tail])
-    return float(low), float(high)
+    def at(p: float) -> float:
+        h = (len(ordered) - 1) * p
+        below = math.floor(h)
+        above = min(below + 1, len(ordered) - 1)
+        return ordered[below] + (h - below) * (ordered[above] - ordered[below])
+
+    return at(tail), at(1 - tail)
 
 
-def _log(values: Any) -> Any:
+def _log(values: Sequence[float]) -> list[float]:
     """The log of bootstrap medians, a zero median kept finite."""
-    import numpy as np
-
-    return np.log(np.maximum(values, 1e-6))
+    return [math.log(max(v, 1e-6)) for v in values]
 
 
 def noise_band(before: Sequence[float], after: Sequence[float]) -> float | None:

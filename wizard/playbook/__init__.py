@@ -2,7 +2,7 @@
 vocabularies. May load errors, files, i18n, levers (change computers) and the probe registry;
 never ui, report, walk or cli.
 
-The playbook: the procedure as data, loaded into a networkx graph and validated.
+The playbook: the procedure as data, loaded into a graph of its nodes and validated.
 
 A playbook YAML has ``id``, ``version``, ordered ``stages``, ``start``, ``nodes`` and ``findings``
 (docs/playbook.md describes every field). ``load`` returns a ``Playbook`` or raises
@@ -11,13 +11,13 @@ A playbook YAML has ``id``, ``version``, ordered ``stages``, ``start``, ``nodes`
 
 from __future__ import annotations
 
+import graphlib
 import hashlib
 import re
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import networkx as nx
 
 from wizard.errors import WizardError
 from wizard.files import read_bytes
@@ -136,7 +136,8 @@ class Playbook:
     findings: dict[str, Finding]
     sha256: str
     path: str
-    graph: nx.DiGraph[str] = field(default_factory=nx.DiGraph)
+    # Each node's successors (``end`` included), filled by validation.
+    successors: dict[str, set[str]] = field(default_factory=dict)
 
 
 class PlaybookError(WizardError):
@@ -459,15 +460,47 @@ def _thresholds(value: Any, where: Path_, errors: _Collector, owner: str) -> tup
 # -- graph checks ----------------------------------------------------------------------------
 
 
+def _reachable(successors: dict[str, set[str]], start: str) -> set[str]:
+    """Every node a walk from ``start`` can reach, ``start`` included."""
+    seen, queue = {start}, deque([start])
+    while queue:
+        for target in successors.get(queue.popleft(), ()):
+            if target not in seen:
+                seen.add(target)
+                queue.append(target)
+    return seen
+
+
+def _cycles(successors: dict[str, set[str]]) -> list[list[str]]:
+    """Cycles of a graph, each as ``[a, b, ..., a]``, until none is left: graphlib names one
+    cycle at a time, so each found one loses its closing edge and the search runs again."""
+    edges = {node: set(targets) for node, targets in successors.items()}
+    found = []
+    while True:
+        order: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
+        for node in sorted(edges):
+            order.add(node)
+            for target in sorted(edges[node]):
+                order.add(target, node)  # graphlib takes predecessors: node comes before target
+        try:
+            order.prepare()
+        except graphlib.CycleError as cycle_error:
+            cycle: list[str] = cycle_error.args[1]
+            found.append(cycle)
+            edges[cycle[-2]].discard(cycle[-1])
+        else:
+            return found
+
+
 def _validate_graph(playbook: Playbook, errors: _Collector) -> None:
     from wizard.probes.registry import PROBES  # (as COMPUTERS above: not with the package)
 
-    graph = playbook.graph
+    successors = playbook.successors
     stage_index = {stage: i for i, stage in enumerate(playbook.stages)}
-    graph.add_node(END)
+    successors[END] = set()
     for node in playbook.nodes.values():
         where: Path_ = ("nodes", node.id)
-        graph.add_node(node.id, stage=node.stage, measure=node.measure)
+        successors[node.id] = set()
         if node.stage not in stage_index:
             errors.add((*where, "stage"), f"node '{node.id}': unknown stage '{node.stage}'")
         for item in node.covers:
@@ -493,7 +526,7 @@ def _validate_graph(playbook: Playbook, errors: _Collector) -> None:
                     (*where, "next", i), f"node '{node.id}': edge to unknown node '{edge.to}'"
                 )
                 continue
-            graph.add_edge(node.id, edge.to, loop=edge.loop)
+            successors[node.id].add(edge.to)
             target = playbook.nodes.get(edge.to)
             if target is None or node.stage not in stage_index or target.stage not in stage_index:
                 continue
@@ -508,20 +541,23 @@ def _validate_graph(playbook: Playbook, errors: _Collector) -> None:
     if playbook.start not in playbook.nodes:
         errors.add(("start",), f"start node '{playbook.start}' does not exist")
         return
-    reachable = nx.descendants(graph, playbook.start) | {playbook.start}
+    reachable = _reachable(successors, playbook.start)
+    predecessors: dict[str, set[str]] = {node_id: set() for node_id in successors}
+    for source, heads in successors.items():
+        for head in heads:
+            predecessors[head].add(source)
+    ending = _reachable(predecessors, END)
     for node_id in playbook.nodes:
         if node_id not in reachable:
             errors.add(
                 ("nodes", node_id), f"node '{node_id}' is unreachable from '{playbook.start}'"
             )
-        elif not nx.has_path(graph, node_id, END):
+        elif node_id not in ending:
             errors.add(("nodes", node_id), f"node '{node_id}' can never reach the end")
-    for cycle in nx.simple_cycles(graph):
-        if not any(playbook.nodes[n].measure for n in cycle if n in playbook.nodes):
-            errors.add(
-                ("nodes", cycle[0]),
-                f"cycle {' -> '.join([*cycle, cycle[0]])} has no measurement node",
-            )
+    measureless = {n: {t for t in successors[n] if t in playbook.nodes and not playbook.nodes[t].measure}
+                   for n, node in playbook.nodes.items() if not node.measure}  # fmt: skip
+    for cycle in _cycles(measureless):
+        errors.add(("nodes", cycle[0]), f"cycle {' -> '.join(cycle)} has no measurement node")
     if not any(node.judge_start for node in playbook.nodes.values()):
         for code, finding in playbook.findings.items():
             if finding.remeasure == START:

@@ -158,11 +158,6 @@ class _Looks:
     """A round's sequential looks (sequential.py): what each found, and whether to stop."""
 
     def __init__(self, question: Question, requests: int, concurrency: int) -> None:
-        # The looks bootstrap with numpy: imported now, before the first request, not by the
-        # first look while streams are in flight (its ~0.2 s import holds the GIL, stalling the
-        # loop that stamps their tokens, and lets a wave of requests finish past the look).
-        import numpy  # noqa: F401
-
         self.question = question
         plan = question.plan(requests, concurrency)
         self.progress = LookProgress(question.about, requests, plan, budget_s=question.max_s)
