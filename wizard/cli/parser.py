@@ -2,38 +2,57 @@
 built with.
 
 argparse says its own words (``usage:``, the section titles, ``-h``'s help, its error lines)
-through ``gettext``, which answers from the process's locale and a compiled catalogue, and knows
-nothing of ``--lang``. Rather than replace argparse's module globals, the parser is given its
-language and says those words itself: the titles and ``-h`` when it is built, ``usage:`` through
-its formatter, and an error by matching argparse's English template (``wizard.i18n.words_cli``). In
-English it changes nothing: every word is argparse's own.
+through gettext's global functions, which answer from the text domain set for the process and the
+language its environment names (``LANGUAGE`` first), and know nothing of ``--lang``. So while a
+parser of another language is built, parses or prints, gettext's domain is the wizard's catalog
+(``wizard.i18n.catalog``) and ``LANGUAGE`` is the parser's; both are put back after. In English
+nothing is touched: every word is argparse's own, in whatever language the user's locale gives it.
 """
 
 from __future__ import annotations
 
 import argparse
+import gettext
+import os
 import re
-import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache, partial
 from typing import Any, NoReturn
 from unicodedata import east_asian_width
 
-from wizard.i18n.words_cli import argparse_error, said
+from wizard.i18n.catalog import DOMAIN, LOCALE_DIR
+
+
+@contextmanager
+def speaking(lang: str) -> Iterator[None]:
+    """argparse's words in ``lang`` while inside: gettext's domain is the wizard's catalog and
+    ``LANGUAGE`` names ``lang`` (English: nothing changed)."""
+    if lang == "en":
+        yield
+        return
+    domain, language = gettext.textdomain(), os.environ.get("LANGUAGE")
+    gettext.bindtextdomain(DOMAIN, str(LOCALE_DIR))
+    gettext.textdomain(DOMAIN)
+    os.environ["LANGUAGE"] = lang
+    try:
+        yield
+    finally:
+        gettext.textdomain(domain)
+        if language is None:
+            del os.environ["LANGUAGE"]
+        else:
+            os.environ["LANGUAGE"] = language
 
 
 class WordedFormatter(argparse.HelpFormatter):
-    """argparse's formatter, with ``usage:`` in the parser's language; Chinese text is wrapped by
-    the columns it takes (two a character) and between any two characters, as it has no spaces
-    (textwrap would count one column a character and break only at spaces)."""
+    """argparse's formatter for a parser's language: Chinese text is wrapped by the columns it
+    takes (two a character) and between any two characters, as it has no spaces (textwrap would
+    count one column a character and break only at spaces)."""
 
     def __init__(self, prog: str, lang: str = "en", **kwargs: Any) -> None:
         super().__init__(prog, **kwargs)
         self.lang = lang
-
-    def add_usage(self, usage: Any, actions: Any, groups: Any, prefix: str | None = None) -> None:
-        super().add_usage(
-            usage, actions, groups, said("usage", self.lang) if prefix is None else prefix
-        )
 
     def _split_lines(self, text: str, width: int) -> list[str]:
         if self.lang == "en":
@@ -88,22 +107,35 @@ class WizardParser(argparse.ArgumentParser):
 
     def __init__(self, lang: str = "en", raw_description: bool = False, **kwargs: Any) -> None:
         formatter = WordedRawDescriptionFormatter if raw_description else WordedFormatter
-        super().__init__(formatter_class=partial(formatter, lang=lang), add_help=False, **kwargs)
         self.lang = lang
-        self._positionals.title = said("positionals", lang)
-        self._optionals.title = said("options", lang)
-        self.add_argument("-h", "--help", action="help", default=argparse.SUPPRESS,
-                          help=said("help", lang))  # fmt: skip
+        with speaking(lang):  # the section titles and -h's help are worded here
+            super().__init__(formatter_class=partial(formatter, lang=lang), **kwargs)
 
     def add_subparsers(self, **kwargs: Any) -> Any:
         """Sub-commands whose parsers speak this parser's language."""
         kwargs.setdefault("parser_class", partial(WizardParser, lang=self.lang))
-        return super().add_subparsers(**kwargs)
+        with speaking(self.lang):  # argparse words a titled group of sub-commands here
+            return super().add_subparsers(**kwargs)
+
+    def parse_args(self, *args: Any, **kwargs: Any) -> Any:
+        """argparse's parsing, its errors and ``-h``'s help in the parser's language (this one
+        words "unrecognized arguments" itself, outside ``parse_known_args``)."""
+        with speaking(self.lang):
+            return super().parse_args(*args, **kwargs)
+
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
+        with speaking(self.lang):
+            return super().parse_known_args(*args, **kwargs)
+
+    def format_usage(self) -> str:
+        with speaking(self.lang):
+            return super().format_usage()
+
+    def format_help(self) -> str:
+        with speaking(self.lang):
+            return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         """The usage, then one line: ``PROG: error: MESSAGE`` in the parser's language (exit 2)."""
-        if self.lang == "en":
+        with speaking(self.lang):
             super().error(message)
-        self.print_usage(sys.stderr)
-        line = said("error", self.lang, prog=self.prog, message=argparse_error(message, self.lang))
-        self.exit(2, line + "\n")

@@ -1,5 +1,6 @@
-"""The command line's own words, in English and Chinese: every ``--help`` (descriptions, option
-help, section titles) and argparse's error lines.
+"""The command line's own words, in English and Chinese: every ``--help``'s descriptions and option
+help (argparse's own words, its section titles and error lines, are in the gettext catalog:
+``wizard.i18n.catalog``).
 
 Kept apart from ``wizard.i18n.words`` (the walk's and the summaries' words) so that ``--help`` and a
 bad flag import one small table and nothing else. The English is the text ``--help`` printed
@@ -10,43 +11,11 @@ quote braces as they are typed (``${VAR}``, a JSON example). Help texts go throu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from functools import cache, partial
+from functools import partial
 from typing import Any
 
 Words = Callable[..., str]
-
-# argparse's own words (its msgids, as Python 3.11 spells them), then its error lines as templates:
-# an error is matched against the English template and said again with the Chinese one.
-ARGPARSE: dict[str, dict[str, str]] = {
-    "usage": {"en": "usage: ", "zh": "用法："},
-    "positionals": {"en": "positional arguments", "zh": "位置参数"},
-    "options": {"en": "options", "zh": "选项"},
-    "help": {"en": "show this help message and exit", "zh": "显示此帮助信息并退出"},
-    "version": {"en": "show program's version number and exit", "zh": "显示程序的版本号并退出"},
-    "error": {"en": "{prog}: error: {message}", "zh": "{prog}：错误：{message}"},
-}
-ARGPARSE_ERRORS: dict[str, dict[str, str]] = {
-    "argument": {"en": "argument {argument}: {message}", "zh": "参数 {argument}：{message}"},
-    "required": {"en": "the following arguments are required: {names}",
-                 "zh": "缺少必需的参数：{names}"},
-    "one_required": {"en": "one of the arguments {names} is required",
-                     "zh": "必须给出以下参数之一：{names}"},
-    "unrecognized": {"en": "unrecognized arguments: {names}", "zh": "无法识别的参数：{names}"},
-    "invalid_choice": {"en": "invalid choice: {value} (choose from {choices})",
-                       "zh": "无效的选择：{value}（可选：{choices}）"},
-    "invalid_value": {"en": "invalid {type} value: {value}", "zh": "无效的 {type} 值：{value}"},
-    "expected_one": {"en": "expected one argument", "zh": "需要一个值"},
-    "expected_at_most_one": {"en": "expected at most one argument", "zh": "最多只能有一个值"},
-    "expected_at_least_one": {"en": "expected at least one argument", "zh": "至少需要一个值"},
-    "expected_n": {"en": "expected {n} argument", "zh": "需要 {n} 个值"},
-    "expected_ns": {"en": "expected {n} arguments", "zh": "需要 {n} 个值"},
-    "not_allowed_with": {"en": "not allowed with argument {other}", "zh": "不能与参数 {other} 同时使用"},
-    "ignored_explicit": {"en": "ignored explicit argument {value}", "zh": "多余的值 {value}：该选项不取值"},
-    "ambiguous": {"en": "ambiguous option: {option} could match {matches}",
-                  "zh": "选项有歧义：{option} 可能是 {matches} 中的任一个"},
-}  # fmt: skip
 
 _DEFINITIONS_EN = """\
 definitions:
@@ -77,6 +46,8 @@ API 密钥从 $VLLM_API_KEY（其次 $OPENAI_API_KEY）或 --api-key-env 指定�
 # --help: a command's keys begin with its name (``probe.stream.repeat``); what several commands
 # share has a key of its own (``api_key_env``, ``json``).
 HELP: dict[str, dict[str, str]] = {
+    # --version's help: argparse words it only from Python 3.13 (before, a default no catalog sees)
+    "version": {"en": "show program's version number and exit", "zh": "显示程序的版本号并退出"},
     # shared by several commands
     "api_key_env": {"en": "environment variable holding the API key", "zh": "存放 API 密钥的环境变量"},
     "json": {"en": "print one JSON object", "zh": "输出一个 JSON 对象"},
@@ -854,9 +825,9 @@ examples:
 
 
 def said(key: str, lang: str, **values: Any) -> str:
-    """The help text or argparse word ``key`` in ``lang`` (English when it has no translation),
+    """The help text ``key`` in ``lang`` (English when it has no translation),
     filled in when values are given."""
-    phrase = HELP.get(key) or ARGPARSE[key]
+    phrase = HELP[key]
     text = phrase.get(lang) or phrase["en"]
     return text.format(**values) if values else text
 
@@ -864,28 +835,3 @@ def said(key: str, lang: str, **values: Any) -> str:
 def words_in(lang: str) -> Words:
     """``said`` for one language: what a command's ``register`` words its parser with."""
     return partial(said, lang=lang)
-
-
-@cache
-def _error_patterns() -> list[tuple[re.Pattern[str], dict[str, str]]]:
-    """argparse's English error templates as patterns whose groups are the template's fields."""
-    patterns = []
-    for phrase in ARGPARSE_ERRORS.values():
-        pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>.*?)", re.escape(phrase["en"]))
-        patterns.append((re.compile(pattern, re.S), phrase))
-    return patterns
-
-
-def argparse_error(message: str, lang: str) -> str:
-    """argparse's English error ``message`` said in ``lang``; an ``argument X:`` error's own
-    message too. A message of ours (an ArgumentTypeError) is already in the language: kept."""
-    if lang == "en":
-        return message
-    for pattern, phrase in _error_patterns():
-        match = pattern.fullmatch(message)
-        if match:
-            fields = match.groupdict()
-            if "message" in fields:
-                fields["message"] = argparse_error(fields["message"], lang)
-            return (phrase.get(lang) or phrase["en"]).format(**fields)
-    return message
