@@ -112,7 +112,7 @@ def test_every_computed_change_moves_the_right_way_and_would_start(
 ) -> None:
     """Whatever the facts, a computed change is never a no-op, never goes against its finding's
     direction, and never names a configuration vLLM refuses to start with."""
-    from wizard.levers.changes import refusals, server_config
+    from wizard.levers.refusals import refusals, server_config
 
     template = BOOK.findings[code].change
     if template is None or "compute" not in template:
@@ -139,7 +139,7 @@ def test_every_computed_change_moves_the_right_way_and_would_start(
 
 
 def test_refusals_are_vllms_start_up_checks() -> None:
-    from wizard.levers.changes import refusals
+    from wizard.levers.refusals import refusals
 
     assert refusals(
         {"chunked_prefill": False, "max_model_len": 2048, "max_num_batched_tokens": 512}

@@ -20,8 +20,8 @@ import pytest
 
 from tests.conftest import RealVllmPool, assert_walk_exit, wizard_command
 from tests.realvllm import MAX_MODEL_LEN, REAL_API_KEY, SERVED_NAME, RealVllm
-from wizard.levers.changes import refusals
 from wizard.levers.nginx_runner import Nginx, find_nginx
+from wizard.levers.refusals import refusals
 from wizard.probes.http.lean_http import timing_client
 from wizard.probes.http.sample import StreamSample
 from wizard.probes.http.stream import Endpoint, RequestSpec, measure_stream

@@ -98,7 +98,8 @@ def test_real_032_refusals_are_read_as_their_own_cause_with_a_value_vllm_accepts
     log: str, code: str, parameter: str, before: int, after: int
 ) -> None:
     from wizard import playbook
-    from wizard.levers.changes import propose, refusals, server_config
+    from wizard.levers.changes import propose
+    from wizard.levers.refusals import refusals, server_config
     from wizard.playbook import conditions
     from wizard.probes.readers.vllm_log import read_text, walk_facts
 

@@ -324,7 +324,7 @@ def test_a_step_naming_two_parameters_is_refused(sim_factory: SimFactory, tmp_pa
     ],
 )
 def test_one_change_guard_refuses_every_way_of_naming_two(parameter: str, after: str) -> None:
-    from wizard.levers.changes import more_than_one_change
+    from wizard.levers.one_parameter import more_than_one_change
 
     assert more_than_one_change(parameter, after)
 
@@ -335,7 +335,7 @@ def test_one_change_guard_refuses_every_way_of_naming_two(parameter: str, after:
      ("proxy_buffering", "off;"), ("VLLM_CPU_KVCACHE_SPACE", "2")],
 )  # fmt: skip
 def test_one_change_guard_accepts_one(parameter: str, after: str) -> None:
-    from wizard.levers.changes import more_than_one_change
+    from wizard.levers.one_parameter import more_than_one_change
 
     assert more_than_one_change(parameter, after) is None
 

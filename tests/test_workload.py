@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import SimProcess, wizard_command
-from wizard.levers import changes
+from wizard.levers import client_changes
 from wizard.measure import MeasurementSpec
 
 NO_LOADGEN = "run_loadgen: false\n"
@@ -158,7 +158,9 @@ def test_a_bad_workload_is_one_line_before_anything_runs(
 
 def test_lat050_names_an_option_run_accepts(tmp_path: Path) -> None:
     """LAT050 halves the client's streams and says how to set them on the next walk."""
-    proposal = changes.lower_client_concurrency({"direct": {"spec": {"concurrency": 4}}}, {}, {})
+    proposal = client_changes.lower_client_concurrency(
+        {"direct": {"spec": {"concurrency": 4}}}, {}, {}
+    )
     assert proposal["after"] == 2 and "run --concurrency 2" in proposal["apply"]
     # `run` takes it: the walk fails only because nothing listens there (exit 1, not usage 2).
     result = subprocess.run(

@@ -393,7 +393,7 @@ def _finding(code: str, body: Any, where: Path_, errors: _Collector) -> Finding 
             errors.add(
                 (*where, "change"),
                 f"finding {code}: change needs `apply` (a fixed text) or `compute` (a function "
-                "of wizard/levers/changes.py that computes it from the server's values)",
+                "registered in wizard/levers/changes.py that computes it from the server's values)",
             )
         elif "compute" in change and change["compute"] not in COMPUTERS:
             errors.add(

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from wizard.i18n.words import joined, recorded, texts
-from wizard.levers import changes, config_check
+from wizard.levers import changes, config_check, one_parameter
 from wizard.measure import (
     contention,
 )
@@ -72,7 +72,7 @@ async def raise_finding(session: Session, node: Node, finding: Finding) -> None:
             why=recorded("decision", decision.note),
         )
         return
-    several = changes.more_than_one_change(decision.parameter, decision.after)
+    several = one_parameter.more_than_one_change(decision.parameter, decision.after)
     if several:
         note(session, node.id, "note.refused", why=several)
         return
