@@ -13,11 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import SimProcess, assert_walk_exit
+from wizard.record import transcript
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "transcripts" / "examples" / "1-kv-pressure-direct.ndjson"
 
 
-def without(modules: tuple[str, ...], *args: str) -> subprocess.CompletedProcess[str]:
+def without(
+    modules: tuple[str, ...], *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """``latency-wizard ARGS`` with ``modules`` unimportable (None in sys.modules)."""
     script = (
         "import sys\n"
@@ -26,7 +31,7 @@ def without(modules: tuple[str, ...], *args: str) -> subprocess.CompletedProcess
         f"sys.exit(main({list(args)!r}))\n"
     )
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL)  # fmt: skip
+                          timeout=timeout, cwd=ROOT, stdin=subprocess.DEVNULL)  # fmt: skip
 
 
 @pytest.mark.parametrize("command", ["sim", "demo"])
@@ -68,3 +73,29 @@ def test_the_client_runs_on_asyncios_loop_without_uvloop() -> None:
                           timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().startswith("asyncio"), done.stdout
+
+
+def test_a_walk_without_loadgen_defaults_to_not_validating_and_a_yes_names_the_part(
+    healthy_sim: SimProcess, tmp_path: Path
+) -> None:
+    """Validating with LoadGen defaults to no on a machine without it (what --auto answers);
+    the operator who says yes is told, in the probe's failure, which part to install."""
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("run_loadgen: true\n")
+    path = tmp_path / "walk.ndjson"
+    done = without(("mlperf_loadgen",), "run", "--target", healthy_sim.url, "--answers",
+                   str(answers), "--transcript", str(path), "--rounds", "brief", timeout=600)  # fmt: skip
+    assert_walk_exit(done, path)
+    events = transcript.load(path).events
+    asked = next(e["data"] for e in events
+                 if e["type"] == "question" and e["data"]["id"] == "run_loadgen")  # fmt: skip
+    assert (asked["default"], asked["default_from"], asked["asked"]) == (
+        False,
+        "install.loadgen",
+        True,
+    )
+    assert "(this machine's install: MLPerf LoadGen installed)" in " ".join(done.stdout.split())
+    failed = [e["data"] for e in events
+              if e["type"] == "probe_result" and e["data"]["probe"] == "validate"]  # fmt: skip
+    assert [d["as"] for d in failed] == ["loadgen_before", "loadgen"]
+    assert all(d["error"].endswith("pip install 'latency-wizard[loadgen]'") for d in failed), failed

@@ -622,6 +622,7 @@ WORDS: dict[str, dict[str, str]] = {
     "source.nginxconf": {"en": "nginx config", "zh": "nginx 配置"},
     "source.location": {"en": "nginx config, location {path}", "zh": "nginx 配置，location {path}"},
     "source.answers": {"en": "an earlier answer", "zh": "之前的回答"},
+    "source.install": {"en": "this machine's install", "zh": "本机安装的组件"},
     # values a probe records as words of its own
     "value.interconnect.single": {"en": "one GPU (no link)", "zh": "单 GPU（无互联）"},
     "value.interconnect.mixed": {"en": "mixed", "zh": "混合"},
@@ -827,6 +828,7 @@ EVIDENCE_LABELS: dict[str, tuple[str, str, str]] = {
     "kv_cache_tokens": ("KV cache", "KV 缓存", " tokens"),
     "startup_s": ("start-up", "启动耗时", " s"),
     "error_kinds": ("errors", "错误", ""),
+    "loadgen": ("MLPerf LoadGen installed", "已安装 MLPerf LoadGen", ""),
     "physical_cores": ("physical cores", "物理核心", ""),
     "gpus": ("GPUs", "GPU 数量", ""),
     "gpu_names": ("GPU", "GPU 型号", ""),
