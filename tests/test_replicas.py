@@ -124,6 +124,12 @@ def test_sticky_sessions_are_named(replicas: Replicas) -> None:
     assert via["sticky"]["replica"] in {s.url for s in replicas.all}
     assert {c for c in report["causes"] if c.startswith("balancer_")} == {"balancer_sticky"}
     assert "ip_hash" in report["evidence"]["balancer_sticky"]
+    # One sentence in every language: the Chinese names the upstream's method too (it left it out
+    # when the English was an f-string of the judgement's and the Chinese a table's).
+    said = report["evidence_texts"]["balancer_sticky"]
+    assert said["en"] == report["evidence"]["balancer_sticky"]
+    assert "ip_hash" in said["zh"] and english_sentences(said["zh"]) == [], said
+    assert via["sticky"]["text"] == said["en"] and via["sticky"]["method"] == "ip_hash"
 
 
 @requires_nginx
@@ -137,6 +143,7 @@ def test_an_unequal_share_is_named_with_its_weight(replicas: Replicas) -> None:
     assert via["sticky"] is None
     assert via["unbalanced"]["replica"] == heavy.url
     assert "weight in the upstream: 20" in report["evidence"]["balancer_unbalanced"]
+    assert via["unbalanced"]["text"] == report["evidence"]["balancer_unbalanced"]
     # Said in Chinese with the same facts as in English: the served count of how many, the share,
     # the equal share, the band chance gives it and the weight (the band was left out).
     said = report["evidence_texts"]["balancer_unbalanced"]

@@ -2,9 +2,10 @@
 language from the numbers the judgement recorded (``probe replicas``, the walk's lines, and the
 finding that quotes ``{replicas.evidence.<cause>}``).
 
-The judgement records its evidence in English (``evidence``, as scripts read it); ``evidence_texts``
-has each cause's evidence in every language, which a finding's evidence takes in its own language.
-A report recorded before a number was (an older transcript's) shows the recorded English.
+Each sentence is said here once, in every language, English included: the judgement records each
+cause's evidence in every language (``evidence_texts``, which a finding's evidence takes in its
+own) and its English as ``evidence`` (as scripts read it). A report recorded before it said every
+language (an older transcript's) is said again from its numbers, else shows the recorded English.
 """
 
 from __future__ import annotations
@@ -25,16 +26,31 @@ def replica_why(cause: str, server: dict[str, Any], lang: str) -> str:
 
 
 def said_why(replica: dict[str, Any], lang: str) -> str:
-    """Why a slow replica is slow, from the round its cause was read in (``why_texts``); a
-    replica recorded without it, from its first round's server."""
-    return (replica.get("why_texts") or {}).get(lang) or replica_why(
-        replica["cause"], replica.get("server") or {}, lang
-    )
+    """Why a slow replica is slow, as the judgement said it (``why_texts``); a replica recorded
+    without it, in English as recorded, else from its first round's server."""
+    said = (replica.get("why_texts") or {}).get(lang)
+    if said:
+        return str(said)
+    if lang == "en" and replica.get("why"):
+        return str(replica["why"])
+    return replica_why(replica["cause"], replica.get("server") or {}, lang)
+
+
+def slower_text(compared: dict[str, Any], lang: str) -> str:
+    """One segment a replica is slower in, from its comparison with the other replicas."""
+    return say("view.replica_slower", lang, segment=segment_name(compared["segment"]),
+               mine=f"{compared['after_p50']:.0f}", theirs=f"{compared['before_p50']:.0f}")  # fmt: skip
 
 
 def replica_evidence(report: dict[str, Any], cause: str, recorded: str, lang: str) -> str:
-    """A cause's evidence (recorded in English), said again from the report's numbers; a report
-    recorded without them (an older transcript's) shows the recorded text."""
+    """A cause's evidence in ``lang``: as the judgement said it (``evidence_texts``), else (a
+    report recorded before it said every language) from the report's numbers, else the
+    recorded English."""
+    said = (report.get("evidence_texts") or {}).get(cause, {}).get(lang)
+    if said:
+        return str(said)
+    if lang == "en":
+        return recorded
     try:
         return _said_evidence(report, cause, lang)
     except (KeyError, TypeError, StopIteration):
@@ -42,19 +58,19 @@ def replica_evidence(report: dict[str, Any], cause: str, recorded: str, lang: st
 
 
 def evidence_texts(report: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """Each cause's evidence in every language (English as recorded)."""
-    return {
-        cause: {lang: text if lang == "en" else replica_evidence(report, cause, text, lang) for lang in LANGS}
-        for cause, text in report["evidence"].items()
-    }  # fmt: skip
+    """Each cause's evidence in every language, each from the one sentence that says it."""
+    return {cause: {lang: _said_evidence(report, cause, lang) for lang in LANGS}
+            for cause in report["causes"]}  # fmt: skip
 
 
 def _said_evidence(report: dict[str, Any], cause: str, lang: str) -> str:
     via = report.get("balancer_round") or {}
     if cause == "balancer_sticky":
         sticky = via["sticky"]
+        by = (say("view.replicas_by", lang, upstream=sticky["upstream"], method=sticky["method"])
+              if sticky.get("upstream") else "")  # fmt: skip
         return say("view.replicas_sticky", lang, total=count(via["total"]), replica=sticky["replica"],
-                   others=len(via["served"]) - 1)  # fmt: skip
+                   others=len(via["served"]) - 1, by=by)  # fmt: skip
     if cause == "balancer_unbalanced":
         found = via["unbalanced"]
         weighted = (say("view.replicas_weight", lang, weight=f"{found['weight']:g}")
@@ -63,10 +79,6 @@ def _said_evidence(report: dict[str, Any], cause: str, lang: str) -> str:
                    total=count(found["of"]), share=percent(found["share"]), equal=percent(found["equal_share"]),
                    band=percent(found["band"]), weighted=weighted)  # fmt: skip
     replica = next(r for r in report["replicas"] if r["cause"] == cause)
-    slower = say("sep", lang).join(
-        say("view.replica_slower", lang, segment=segment_name(s["segment"]), mine=f"{s['after_p50']:.0f}",
-            theirs=f"{s['before_p50']:.0f}")
-        for s in replica["slower"]
-    )  # fmt: skip
+    slower = say("sep", lang).join(slower_text(s, lang) for s in replica["slower"])
     return paren(say("view.replica_slow", lang, url=replica["url"], slower=slower),
                  said_why(replica, lang), lang)  # fmt: skip

@@ -403,14 +403,18 @@ VIEW_WORDS: dict[str, dict[str, str]] = {
     },
     "view.replicas_given": {"en": "--replica", "zh": "--replica 参数"},
     "view.replicas_sticky": {
-        "en": "all {total} requests through the balancer went to {replica}, none to the other {others}",
-        "zh": "经过均衡器的 {total} 个请求全部到了 {replica}，其他 {others} 个副本一个也没有",
+        "en": "all {total} requests through the balancer went to {replica}, none to the other {others}{by}",
+        "zh": "经过均衡器的 {total} 个请求全部到了 {replica}，其他 {others} 个副本一个也没有{by}",
     },
     # The same facts as the judgement's recorded English: the share, the equal share, the band
     # chance gives it, and the replica's weight when the upstream gives it one.
     "view.replicas_unbalanced": {
         "en": "{replica} served {served} of {total} requests through the balancer ({share}) against an equal share of {equal} (+-{band} by chance){weighted}",
         "zh": "{replica} 处理了经过均衡器的 {total} 个请求中的 {served} 个（{share}），而均等份额为 {equal}（随机波动 ±{band}）{weighted}",
+    },
+    "view.replicas_by": {
+        "en": "; upstream {upstream} balances with {method}",
+        "zh": "；upstream {upstream} 的均衡方式为 {method}",
     },
     "view.replicas_weight": {
         "en": " (its weight in the upstream: {weight})",

@@ -426,7 +426,7 @@ def replicas_view(report: dict[str, Any], lang: str = "en") -> Group:
         parts.append(Text(say("view.replicas_via", lang, balancer=report["balancer"],
                               ttft=ms(via.get("steady"), "ttft_p50"), tpot=ms(via.get("steady"), "tpot_p50"))))  # fmt: skip
     for cause, text in report["evidence"].items():
-        shown = text if lang == "en" else replica_evidence(report, cause, text, lang)
+        shown = replica_evidence(report, cause, text, lang)
         parts.append(
             Text(say("view.replica_cause", lang, cause=cause, text=shown), style="bold red")
         )

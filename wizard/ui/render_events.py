@@ -382,13 +382,11 @@ def _replicas_lines(facts: dict[str, Any], lang: str) -> str:
                 tpot=_known(_ms_value(steady.get("tpot_p50")), lang, "ms"))
             + (say("replicas.share", lang, share=f"{share:.0%}") if share is not None else "")
             + (say("replicas.slow", lang, cause=replica["cause"],
-                   why=replica.get("why") if lang == "en" else said_why(replica, lang))
+                   why=said_why(replica, lang))
                if replica.get("cause") else "")
         )  # fmt: skip
     for cause, text in (facts.get("evidence") or {}).items():
-        lines.append(
-            f"    {cause}: {text if lang == 'en' else replica_evidence(facts, cause, text, lang)}"
-        )
+        lines.append(f"    {cause}: {replica_evidence(facts, cause, text, lang)}")
     return "\n".join(lines)
 
 

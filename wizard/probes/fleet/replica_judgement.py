@@ -23,7 +23,7 @@ import math
 from typing import Any
 
 from wizard import measure
-from wizard.i18n.replica_words import evidence_texts, replica_why
+from wizard.i18n.replica_words import evidence_texts, replica_why, slower_text
 from wizard.i18n.words import LANGS
 from wizard.measure import outliers
 from wizard.probes.fleet.replica_sources import Replicas
@@ -50,11 +50,8 @@ def _slower(
             continue
         result = measure.compare_values(segment, pooled, mine, noise=noise.get(segment, 0.0))
         if result.verdict == "regressed" and _in_each_pass(url, rounds, segment, noise):
-            found.append({
-                **result.to_dict(),
-                "text": f"{segment[:-3].upper()} p50 {result.after_p50:.0f} ms against "
-                f"{result.before_p50:.0f} ms on the other replicas",
-            })  # fmt: skip
+            compared = result.to_dict()
+            found.append({**compared, "text": slower_text(compared, "en")})
     return found
 
 
@@ -76,32 +73,26 @@ def _in_each_pass(
 
 def _cause(results: list[dict[str, Any]]) -> tuple[str, str, dict[str, str]]:
     """The slow replica's cause from its own server's metrics in either of its rounds (the
-    server's own evidence, preemption before queue), and the evidence for it (in English, and
-    in every language from the same round's server)."""
-    causes = [(*_server_cause(r.get("server")), r.get("server") or {}) for r in results]
-    cause, why, server = next((c for c in causes if c[0] != "replica_slow"), causes[0])
-    return (
-        cause,
-        why,
-        {lang: why if lang == "en" else replica_why(cause, server, lang) for lang in LANGS},
-    )
+    server's own evidence, preemption before queue), and why, in every language from that
+    round's server (English as ``why``)."""
+    causes = [(_server_cause(r.get("server")), r.get("server") or {}) for r in results]
+    cause, server = next((c for c in causes if c[0] != "replica_slow"), causes[0])
+    why = {lang: replica_why(cause, server, lang) for lang in LANGS}
+    return cause, why["en"], why
 
 
-def _server_cause(server: dict[str, Any] | None) -> tuple[str, str]:
+def _server_cause(server: dict[str, Any] | None) -> str:
     server = server or {}
     if not server.get("available"):
-        return "replica_slow", "its /metrics could not be read"
+        return "replica_slow"
     if (server.get("preemptions") or 0) > 0:
-        return "kv_cache_preemption", f"{server['preemptions']:g} preemptions during its round"
+        return "kv_cache_preemption"
     share, waiting = server.get("queue_share_of_ttft"), server.get("waiting_max") or 0
     if (share is not None and share >= QUEUE_SHARE_OF_TTFT) or (
         waiting >= WAITING_MAX and (server.get("waiting_share") or 0) >= WAITING_SHARE
     ):
-        shown = f"{share:.0%}" if share is not None else "unknown"
-        return "queue_saturation", (
-            f"up to {waiting:g} requests waiting; {shown} of its engine's TTFT in the queue"
-        )
-    return "replica_slow", "no preemption and no queue on its server: the difference is elsewhere"
+        return "queue_saturation"
+    return "replica_slow"
 
 
 def _balance(via: dict[str, Any], slow: set[str], found: Replicas) -> dict[str, Any]:
@@ -115,12 +106,8 @@ def _balance(via: dict[str, Any], slow: set[str], found: Replicas) -> dict[str, 
     method = (found.upstream or {}).get("method")
     top = max(served, key=lambda u: served[u])
     if total >= MIN_FOR_STICKY and served[top] == total:
-        by = f"; upstream {found.upstream['name']} balances with {method}" if found.upstream else ""
-        result["sticky"] = {
-            "replica": top,
-            "text": f"all {total:g} requests through the balancer went to {top}, none to the "
-            f"other {len(served) - 1}{by}",
-        }
+        upstream = found.upstream or {}
+        result["sticky"] = {"replica": top, "upstream": upstream.get("name"), "method": method}
         return result
     fair = {u: n for u, n in served.items() if u not in slow}
     fair_total = sum(fair.values())
@@ -132,19 +119,15 @@ def _balance(via: dict[str, Any], slow: set[str], found: Replicas) -> dict[str, 
     if off:
         worst = max(off, key=lambda u: abs(off[u] - fair_total * p))
         weight = found.weights.get(worst)
-        weighted = f" (its weight in the upstream: {weight:g})" if weight not in (None, 1.0) else ""
         result["unbalanced"] = {
             "replica": worst,
-            # The numbers the text says, for its other languages (replica_words).
+            # The numbers its evidence says, in every language (replica_words).
             "served": off[worst],
             "of": fair_total,
             "share": off[worst] / fair_total,
             "equal_share": p,
             "band": outliers.ROBUST_SDS * sd / fair_total,
             "weight": weight,
-            "text": f"{worst} served {off[worst]:g} of {fair_total:g} requests through the "
-            f"balancer ({off[worst] / fair_total:.0%}) against an equal share of {p:.0%} "
-            f"(+-{outliers.ROBUST_SDS * sd / fair_total:.0%} by chance){weighted}",
         }
     return result
 
@@ -171,14 +154,13 @@ def judge(
 ) -> dict[str, Any]:  # fmt: skip
     """Per replica: its round, whether it is slow and why; the balancer's share; the causes."""
     listed: list[dict[str, Any]] = []
-    evidence: dict[str, str] = {}
+    causes: set[str] = set()
     for url, results in rounds.items():
         slower = _slower(url, rounds, noise)
         cause, why, why_texts = _cause(results) if slower else (None, None, None)
         result = results[0]
         if cause is not None:
-            text = f"{url}: " + "; ".join(s["text"] for s in slower) + f" ({why})"
-            evidence.setdefault(cause, text)
+            causes.add(cause)
         listed.append({
             "url": url, "error": result.get("error"), "steady": result.get("steady"),
             "server": result.get("server"),
@@ -190,7 +172,7 @@ def judge(
     balance = _balance(via, {r["url"] for r in slow}, found) if via else None
     for key, cause in (("sticky", "balancer_sticky"), ("unbalanced", "balancer_unbalanced")):
         if balance and balance[key]:
-            evidence[cause] = balance[key]["text"]
+            causes.add(cause)
     judged = {
         "replicas": listed,
         "slow": [r["url"] for r in slow],
@@ -200,8 +182,16 @@ def judge(
             "url": via.get("url"), "error": via.get("error"), "steady": via.get("steady"),
             "against_direct": _against_direct(via, rounds, noise), **(balance or {}),
         },
-        "causes": sorted(evidence),
-        "evidence": evidence,
+        "causes": sorted(causes),
     }  # fmt: skip
-    # Each cause's evidence in every language: a finding quotes it in its own (LAT074-LAT078).
-    return {**judged, "evidence_texts": evidence_texts(judged)}
+    # Each cause's evidence in every language, from one sentence each (replica_words): a finding
+    # quotes it in its own (LAT074-LAT078); ``evidence`` keeps the English, as scripts read it.
+    said = evidence_texts(judged)
+    for key, cause in (("sticky", "balancer_sticky"), ("unbalanced", "balancer_unbalanced")):
+        if balance and balance[key]:
+            balance[key]["text"] = said[cause]["en"]
+    return {
+        **judged,
+        "evidence": {cause: said[cause]["en"] for cause in said},
+        "evidence_texts": said,
+    }
