@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.i18n.fleet_words import bounds, difference
+from wizard.i18n.proxy_words import proxy_verdict
 from wizard.i18n.replica_words import replica_evidence
 from wizard.i18n.words import paren, say
 from wizard.measure import percentile
@@ -264,22 +265,8 @@ def proxy_view(report: dict[str, Any], lang: str = "en") -> Group:
     return Group(
         summary_table(report["direct"]["summary"], title=say("view.direct", lang), lang=lang),
         summary_table(report["via"]["summary"], title=say("view.via", lang), lang=lang),
-        Text(report["verdict"] if lang == "en" else _proxy_verdict(report, lang), style=style),
+        Text(proxy_verdict(report, lang), style=style),
     )
-
-
-def _proxy_verdict(report: dict[str, Any], lang: str) -> str:
-    """The verdict ``probe proxy`` records in English, said again from its fields."""
-    if report["truncated"]:
-        return say("view.proxy_cuts", lang)
-    if report["whole_stream_held"]:
-        return say("view.proxy_gzip", lang)
-    if report["buffering_suspected"]:
-        inflation = report["ttft_inflation_ms"]
-        return say("view.proxy_buffers", lang, via=report["max_events_per_read_via"],
-                   direct=report["direct"]["summary"]["burst"]["max_events_per_read"],
-                   ttft="" if inflation is None else say("view.proxy_ttft", lang, ms=f"{inflation:.0f}"))  # fmt: skip
-    return say("view.proxy_passes", lang)
 
 
 def nginx_config_view(report: dict[str, Any], lang: str = "en") -> Group:

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from wizard.i18n.proxy_words import proxy_verdict
 from wizard.probes.http.lean_http import timing_client
 from wizard.probes.http.sample import StreamSample
 from wizard.probes.http.stream import RequestSpec, first_error, measure_stream, stream_report
@@ -86,21 +87,7 @@ def judge(
     gzip = "gzip" in v["burst"].get("content_encodings", [])
     whole_stream = bursty and gzip
     buffering = bursty and not gzip
-    if truncated:
-        verdict = (
-            "the proxy cuts streams (status 200, no [DONE]): a read timeout shorter than a silence"
-        )
-    elif whole_stream:
-        verdict = "the proxy compresses the event stream (Content-Encoding: gzip) and delivers it in bursts"
-    elif buffering:
-        verdict = (
-            f"the proxy buffers: up to {events_per_read} events per read where the direct path "
-            f"has {d['burst']['max_events_per_read']}"
-            + (f"; TTFT +{inflation:.0f} ms" if inflation is not None else "")
-        )
-    else:
-        verdict = "the proxy passes events through as they come"
-    return {
+    judged = {
         "direct": direct, "via": via,
         "buffering_suspected": buffering or whole_stream,
         "whole_stream_held": whole_stream,
@@ -110,5 +97,6 @@ def judge(
         "headers_delayed": headers_delayed,
         "truncated": truncated,
         "nothing_measured": None,
-        "verdict": verdict,
     }  # fmt: skip
+    # Said from the one sentence each verdict has (proxy_words), which a view says in its language.
+    return {**judged, "verdict": proxy_verdict(judged, "en")}
