@@ -87,6 +87,16 @@ def test_offline_is_throughput_only(healthy_sim: SimProcess, tmp_path: Path) -> 
     assert report["client"]["ttft_ms"] is None and report["client"]["tpot_ms"] is None
     assert report["failed"] == 0 and report["succeeded"] == report["queries"] > 0
     assert report["loadgen"]["completed_samples_per_s"] > 0
+    # The note is one sentence in every language: the view says it in the reader's.
+    from rich.console import Console
+
+    from wizard.ui.render import validation_view
+
+    for lang, words in (("en", report["note"]), ("zh", "只衡量吞吐")):
+        console = Console(width=400, record=True)
+        console.print(validation_view({"target": healthy_sim.url, "outdir": str(tmp_path),
+                                       "runs": [report]}, lang))  # fmt: skip
+        assert words in console.export_text(), lang
 
 
 def test_read_detail_tolerates_garbage(tmp_path: Path) -> None:

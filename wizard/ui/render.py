@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.i18n.fleet_words import bounds, difference
+from wizard.i18n.loadgen_words import loadgen_note
 from wizard.i18n.proxy_words import proxy_verdict
 from wizard.i18n.replica_words import replica_evidence
 from wizard.i18n.words import paren, say
@@ -206,7 +207,7 @@ def validation_view(report: dict[str, Any], lang: str = "en") -> Group:
         reasons = run["reasons"] if lang == "en" else _loadgen_reasons(run, lang)
         parts.extend(Text(f"  - {reason}") for reason in reasons)
         if run["note"]:
-            note = run["note"] if lang == "en" else _loadgen_note(run, lang)
+            note = loadgen_note(run["scenario"], run["result"], run["failed"], lang)
             parts.append(Text("  " + say("view.note", lang, note=note), style="yellow"))
         table = Table(title=None if run["latency_evidence"] else say("view.not_evidence", lang),
                       title_justify="left")  # fmt: skip
@@ -242,13 +243,6 @@ def _loadgen_reasons(run: dict[str, Any], lang: str) -> list[str]:
     return ours + [
         say("view.loadgen_said", lang, reason=reason) for reason in run["reasons"][len(ours) :]
     ]
-
-
-def _loadgen_note(run: dict[str, Any], lang: str) -> str:
-    """The run's note (recorded in English), from what it is about (as ``probe validate`` chose it)."""
-    if run["scenario"] == "Offline":
-        return say("view.offline_note", lang)
-    return say("view.error_note" if run["result"] == "ERROR" else "view.failed_note", lang)
 
 
 def proxy_view(report: dict[str, Any], lang: str = "en") -> Group:

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import httpx
 
 from wizard.errors import WizardError, require_extra
+from wizard.i18n.loadgen_words import loadgen_note
 from wizard.measure import MeasurementSpec, summarize
 from wizard.probes.http.lean_http import timing_client
 from wizard.probes.http.sample import StreamSample
@@ -202,16 +203,8 @@ class ValidationResult:
         # Neither Offline's latencies nor those of a run where nothing succeeded are shown at all.
         evidence = not offline and counts["failed"] == 0 and counts["queries"] > 0
         hidden = offline or result == "ERROR"
-        if offline:
-            note: str | None = (
-                "Offline measures throughput only; it is not evidence of online latency (P6.6)"
-            )
-        elif result == "ERROR":
-            note = "no query succeeded: nothing was measured, LoadGen's latencies are not shown"
-        elif counts["failed"]:
-            note = "LoadGen's latencies include the failed queries' replies: not latency evidence"
-        else:
-            note = None
+        # Said from the one sentence each note has (loadgen_words), which a view says in its language.
+        note = loadgen_note(self.spec.scenario, result, counts["failed"], "en")
 
         def latency(key: str) -> float | None:
             return None if hidden else ms(key)
