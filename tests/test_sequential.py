@@ -174,7 +174,10 @@ def test_a_round_stops_at_its_time_budget_after_its_first_look(healthy_sim: SimP
     sequential = result.facts["sequential"]
     assert sequential["out_of_time"] is True and sequential["answered_after"] is None
     assert sequential["looks"] == [8] and sequential["budget_s"] == 0.001
-    assert result.facts["steady"]["requests"] == 8 and result.facts["wall_s"] > 0, sequential
+    # The streams go on while the look runs in its thread (the one that brought the 8th sample
+    # sends its next request), so requests that finish meanwhile are measured too: how many
+    # depends on the look's time and the machine's, never the round's whole count.
+    assert 8 <= result.facts["steady"]["requests"] < 40 and result.facts["wall_s"] > 0, sequential
 
 
 def test_the_live_line_and_the_table_say_the_budget() -> None:
