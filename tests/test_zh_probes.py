@@ -122,6 +122,26 @@ def test_nginx_config_in_chinese(config: str, tmp_path: Path) -> None:
         assert "gzip_types 中去掉 text/event-stream（或 proxy_buffering off;）" in text, text
 
 
+def test_nginx_findings_say_in_chinese_what_they_say_in_english(tmp_path: Path) -> None:
+    """Each finding's message is one sentence in every language, from the values it records: the
+    Chinese quotes the worst silence and the X-Accel-Buffering way out as the English does (it
+    left both out when the English was the reader's f-string and the Chinese a table's)."""
+    path = tmp_path / "nginx.conf"
+    path.write_text(CONFIG)
+    english = subprocess.run(wizard_command("probe", "nginx-config", str(path), "--worst-gap-ms", "90000"),
+                             capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "", "COLUMNS": "240"}).stdout  # fmt: skip
+    chinese = said(
+        "nginx-config", str(path), "--worst-gap-ms", "90000", "--lang", "zh", exit_code=1
+    )
+    # A long temporary path wraps the lines: compared as words.
+    english, chinese = " ".join(english.split()), "".join(chinese.split())
+    assert "the worst observed silence (90000 ms)" in english, english
+    assert "最长静默（90000ms）" in chinese, chinese
+    assert "'X-Accel-Buffering: no' would also turn it off" in english, english
+    assert "'X-Accel-Buffering:no'也能将其关闭" in chinese, chinese
+
+
 def test_validate_in_chinese(healthy_sim: SimProcess, tmp_path: Path) -> None:
     """A run LoadGen judges, and one where every query is refused (the wizard's own reason, from
     the run's counts, and LoadGen's quoted)."""

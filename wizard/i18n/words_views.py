@@ -94,23 +94,28 @@ VIEW_WORDS: dict[str, dict[str, str]] = {
         "    变更：`{directive}`",
     },
     "view.nginx_msg.LAT001": {
-        "en": "proxy_buffering is on (from {source}): tokens arrive in ~4 KB bursts",
-        "zh": "proxy_buffering 为 on（来自 {source}）：token 以约 4 KB 为一批送达",
+        "en": "proxy_buffering is on (from {source}): tokens arrive in ~4 KB bursts{x_accel}",
+        "zh": "proxy_buffering 为 on（来自 {source}）：token 以约 4 KB 为一批送达{x_accel}",
+    },
+    "view.nginx_x_accel_too": {
+        "en": "; an upstream 'X-Accel-Buffering: no' would also turn it off",
+        "zh": "；上游返回 'X-Accel-Buffering: no' 也能将其关闭",
     },
     "view.nginx_msg.LAT002": {
         "en": "gzip on text/event-stream with buffering on holds the whole stream",
         "zh": "缓冲开启时对 text/event-stream 做 gzip，会扣住整个流",
     },
     "view.nginx_msg.LAT003": {
-        "en": "proxy_read_timeout {read}s is shorter than the worst observed silence",
-        "zh": "proxy_read_timeout {read} 秒短于观察到的最长静默",
+        "en": "proxy_read_timeout {read}s is shorter than the worst observed silence ({worst} ms)",
+        "zh": "proxy_read_timeout {read} 秒短于观察到的最长静默（{worst} ms）",
     },
     "view.nginx_msg.LAT004": {
         "en": "proxy_connect_timeout {connect}s: connection set-up usually cannot exceed 75 s",
         "zh": "proxy_connect_timeout {connect} 秒：建立连接通常不会超过 75 秒",
     },
     "view.nginx_msg.LAT005": {
-        "en": "HTTP/1.0 upstream without keepalive: a new connection per request",
+        "en": "HTTP/1.0 upstream without keepalive: a new connection per request (not a streaming "
+        "fault; proxy_buffering off works on HTTP/1.0)",
         "zh": "HTTP/1.0 上游且无 keepalive：每个请求新建一个连接（不是流式问题；"
         "HTTP/1.0 上 proxy_buffering off 同样有效）",
     },

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from wizard.i18n.fleet_words import bounds, difference
 from wizard.i18n.loadgen_words import loadgen_note
+from wizard.i18n.nginx_words import buffering_from, nginx_message, seconds
 from wizard.i18n.proxy_words import proxy_verdict
 from wizard.i18n.replica_words import replica_evidence
 from wizard.i18n.words import paren, say
@@ -50,11 +51,6 @@ def console(stderr: bool = False) -> Console:
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
-
-
-def _seconds(value: float | None) -> str:
-    """A timeout that did not parse shows as unknown."""
-    return "?" if value is None else f"{value:g}"
 
 
 def summary_table(summary: dict[str, Any], title: str | None = None, lang: str = "en") -> Table:
@@ -271,15 +267,15 @@ def nginx_config_view(report: dict[str, Any], lang: str = "en") -> Group:
     for loc in report["locations"]:
         table.add_row(
             f"{loc['file']}:{loc['line']}", loc["path"],
-            paren(loc["proxy_buffering"], _buffering_from(loc["proxy_buffering_from"], lang), lang),
+            paren(loc["proxy_buffering"], buffering_from(loc["proxy_buffering_from"], lang), lang),
             say("view.x_accel_ignored" if loc["ignores_x_accel_buffering"] else "view.x_accel_honoured", lang),
-            f"{_seconds(loc['proxy_read_timeout_s'])}/{_seconds(loc['proxy_connect_timeout_s'])}",
+            f"{seconds(loc['proxy_read_timeout_s'])}/{seconds(loc['proxy_connect_timeout_s'])}",
             _with_source(loc["proxy_http_version"], loc.get("proxy_http_version_from"), lang),
             say("yes" if loc["gzip_event_stream"] else "no", lang).lower(),
         )  # fmt: skip
     parts: list[Any] = [table]
     for f in report["findings"]:
-        message = f["message"] if lang == "en" else _nginx_message(f, report["locations"], lang)
+        message = _nginx_message(f, report["locations"], lang)
         parts.append(Text(say("view.nginx_finding", lang, file=f["file"], line=f["line"], code=f["code"],
                               severity=f["severity"] if lang == "en" else say(f"severity.{f['severity']}", lang),
                               cause=f["cause"], location=f["location"], message=message,
@@ -294,19 +290,18 @@ def nginx_config_view(report: dict[str, Any], lang: str = "en") -> Group:
     return Group(*parts)
 
 
-def _buffering_from(source: str, lang: str) -> str:
-    """Where proxy_buffering was set: a file:line as it is, nginx's default in words."""
-    return say("view.nginx_default", lang) if source == "default" and lang != "en" else source
-
-
 def _nginx_message(finding: dict[str, Any], locations: list[dict[str, Any]], lang: str) -> str:
-    """A finding's message (recorded in English) said again from its location's values."""
+    """A finding's message, from the values it records; one recorded before it recorded them (an
+    older transcript's) as recorded in English, else from its location's values."""
+    if "values" in finding:
+        return nginx_message(finding["code"], finding["values"], lang)
+    if lang == "en":
+        return str(finding["message"])
     location = next((loc for loc in locations if (loc["file"], loc["line"]) == (finding["file"], finding["line"])),
                     {})  # fmt: skip
-    return say(f"view.nginx_msg.{finding['code']}", lang,
-               source=_buffering_from(location.get("proxy_buffering_from", "?"), lang),
-               read=_seconds(location.get("proxy_read_timeout_s")),
-               connect=_seconds(location.get("proxy_connect_timeout_s")))  # fmt: skip
+    return nginx_message(finding["code"], {"source": location.get("proxy_buffering_from"),
+                                           "read_s": location.get("proxy_read_timeout_s"),
+                                           "connect_s": location.get("proxy_connect_timeout_s")}, lang)  # fmt: skip
 
 
 def _with_source(value: str | None, source: str | None, lang: str = "en") -> str:

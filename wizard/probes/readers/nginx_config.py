@@ -31,6 +31,7 @@ import crossplane
 
 from wizard.errors import WizardError
 from wizard.files import read_bytes
+from wizard.i18n.nginx_words import nginx_message
 from wizard.i18n.words import texts
 from wizard.numbers import parse_float
 
@@ -365,34 +366,30 @@ def findings_for(
     where = {"file": location["file"], "line": location["line"], "location": location["path"]}
     out = []
     buffering = location["proxy_buffering"] == "on"
+    read = location["proxy_read_timeout_s"]
+    connect = location["proxy_connect_timeout_s"]
+    # The values a finding's message says, recorded with it: every language says it from them.
+    values = {"source": location["proxy_buffering_from"], "read_s": read, "connect_s": connect,
+              "worst_gap_ms": worst_gap_ms, "x_accel_honoured": not location["ignores_x_accel_buffering"]}  # fmt: skip
     if buffering and location["gzip_event_stream"]:
         out.append({**where, "code": "LAT002", "cause": "proxy_gzip_buffering", "severity": "fail",
-                    "message": "gzip on text/event-stream with buffering on holds the whole stream",
                     **_directive("nginxfix.gzip_types")})  # fmt: skip
     if buffering:
         out.append({**where, "code": "LAT001", "cause": "proxy_buffering", "severity": "fail",
-                    "message": f"proxy_buffering is on (from {location['proxy_buffering_from']}): tokens arrive in ~4 KB bursts"
-                    + ("" if location["ignores_x_accel_buffering"] else "; an upstream 'X-Accel-Buffering: no' would also turn it off"),
                     "directive": "proxy_buffering off;"})  # fmt: skip
-    read = location["proxy_read_timeout_s"]
     if worst_gap_ms is not None and read is not None and read * 1000 < worst_gap_ms:
         out.append({**where, "code": "LAT003", "cause": "proxy_read_timeout", "severity": "fail",
-                    "message": f"proxy_read_timeout {read:g}s is shorter than the worst observed silence ({worst_gap_ms:.0f} ms)",
                     **_directive("nginxfix.read_timeout", seconds=max(60, int(worst_gap_ms / 1000 * 2) + 1))})  # fmt: skip
-    connect = location["proxy_connect_timeout_s"]
     if connect is not None and connect > CONNECT_TIMEOUT_CAP_S:
         out.append({**where, "code": "LAT004", "cause": "proxy_connect_timeout", "severity": "warn",
-                    "message": f"proxy_connect_timeout {connect:g}s: connection set-up usually cannot exceed 75 s",
                     "directive": "proxy_connect_timeout 10s;"})  # fmt: skip
     if (
         location["proxy_http_version"] in (None, "1.0")
         and location["upstream_keepalive"] is not True
     ):
         out.append({**where, "code": "LAT005", "cause": "proxy_upstream_keepalive", "severity": "info",
-                    "message": "HTTP/1.0 upstream without keepalive: a new connection per request (not a "
-                    "streaming fault; proxy_buffering off works on HTTP/1.0)",
                     "directive": 'proxy_http_version 1.1; proxy_set_header Connection ""; upstream keepalive 16;'})  # fmt: skip
-    return out
+    return [{**f, "message": nginx_message(f["code"], values, "en"), "values": values} for f in out]
 
 
 def analyse(source: Path, worst_gap_ms: float | None = None) -> dict[str, Any]:
