@@ -65,13 +65,17 @@ def _reason(exc: OSError) -> dict[str, str]:
 EXTRAS = {"sim": ("starlette", "uvicorn"), "loadgen": ("mlperf_loadgen",)}
 
 
-def require_extra(extra: str, command: str) -> None:
-    """Raise a one-line ConfigError naming the extra when a module it brings is missing."""
+def missing_modules(extra: str) -> list[str]:
+    """The modules of an extra this install lacks: found, not imported (the demo checks before
+    it starts the simulator, whose process imports them; uvicorn alone is ~40 ms of its start)."""
     from importlib.util import find_spec
 
-    # Found, not imported: the demo checks before it starts the simulator, whose process imports
-    # them (uvicorn alone is ~40 ms of the demo's start).
-    missing = [name for name in EXTRAS[extra] if find_spec(name) is None]
+    return [name for name in EXTRAS[extra] if find_spec(name) is None]
+
+
+def require_extra(extra: str, command: str) -> None:
+    """Raise a one-line ConfigError naming the extra when a module it brings is missing."""
+    missing = missing_modules(extra)
     if missing:
         raise ConfigError.said("error.missing_extra", command=command, extra=extra,
                                missing=", ".join(missing))  # fmt: skip

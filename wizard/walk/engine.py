@@ -11,9 +11,9 @@ finding's evidence is worded in ``evidence.py``.
 from __future__ import annotations
 
 import itertools
-from importlib.util import find_spec
 from typing import Any
 
+from wizard.errors import missing_modules
 from wizard.i18n.words import LANGS, evidence_source, texts
 from wizard.measure import (
     contention,
@@ -56,7 +56,7 @@ async def walk(session: Session, start: str | None = None) -> None:
     session.facts.setdefault("visited", {})
     # The optional parts this machine has: MLPerf LoadGen ([loadgen]) sets what validating with
     # it defaults to (the operator may still say yes, and is then told which part to install).
-    session.facts.setdefault("install", {"loadgen": find_spec("mlperf_loadgen") is not None})
+    session.facts.setdefault("install", {"loadgen": not missing_modules("loadgen")})
     session.facts.setdefault(
         "session",
         session_facts(session.ctx.proxy, session.ctx.target, session.ctx.nginx_conf,
